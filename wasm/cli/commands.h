@@ -1,0 +1,14 @@
+// The CLI's subcommands; main.cc only dispatches. Each returns the process exit code and
+// writes errors to stderr saying what was wrong and what to do.
+#pragma once
+
+namespace attn::cli {
+
+// attention-cli tokenize (--vocab FILE | --model FILE) [--json | --lines] TEXT|-
+int RunTokenize(int argc, char** argv);
+// attention-cli analyze --model FILE [--json] TEXT|-
+int RunAnalyze(int argc, char** argv);
+// attention-cli bench --model FILE
+int RunBench(int argc, char** argv);
+
+}  // namespace attn::cli

@@ -1,0 +1,33 @@
+// attention-cli: the native front end of the core, used by scripts, tests and checks
+// outside the project. It only dispatches; each subcommand lives in its own file.
+#include <cstdio>
+#include <cstring>
+
+#include "cli/commands.h"
+
+namespace {
+
+void PrintUsage(FILE* out) {
+  std::fprintf(out,
+               "usage:\n"
+               "  attention-cli tokenize (--vocab FILE | --model FILE) [--json | --lines] TEXT|-\n"
+               "  attention-cli analyze --model FILE [--json] TEXT|-\n"
+               "  attention-cli bench --model FILE\n"
+               "TEXT '-' reads standard input.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    PrintUsage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const char* command = argv[1];
+  if (std::strcmp(command, "tokenize") == 0) return attn::cli::RunTokenize(argc - 2, argv + 2);
+  if (std::strcmp(command, "analyze") == 0) return attn::cli::RunAnalyze(argc - 2, argv + 2);
+  if (std::strcmp(command, "bench") == 0) return attn::cli::RunBench(argc - 2, argv + 2);
+  std::fprintf(stderr, "attention-cli: unknown command '%s'.\n", command);
+  PrintUsage(stderr);
+  return 2;
+}

@@ -1,0 +1,74 @@
+// WordPiece tokenizer with the semantics of Hugging Face's Python BertTokenizer
+// (do_lower_case=True, tokenize_chinese_chars=True, strip_accents following lowercase).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+
+namespace attn {
+
+// One token of the encoded sentence. start/end are Unicode code point offsets into the
+// input text (end exclusive); [CLS] and [SEP] added by the tokenizer have start = end = -1
+// and word = -1. word is the index of the whitespace/punctuation-split word the piece came
+// from, so WordPieces of one word share it.
+struct Token {
+  int32_t id = 0;
+  std::string text;  // the vocabulary piece, e.g. "##ing"
+  int32_t start = -1;
+  int32_t end = -1;
+  int32_t word = -1;
+};
+
+struct Encoding {
+  std::vector<Token> tokens;   // [CLS] ... [SEP]
+  bool truncated = false;      // true when the text needed more than max_length positions
+  int32_t full_length = 0;     // positions the whole text would need, with [CLS] and [SEP]
+};
+
+class Vocab {
+ public:
+  // Parses vocab.txt content: one entry per line, id = line number.
+  static Status FromText(std::string_view text, Vocab* out);
+  static Status FromFile(const std::string& path, Vocab* out);
+
+  int32_t size() const { return static_cast<int32_t>(pieces_.size()); }
+  const std::string& piece(int32_t id) const { return pieces_[static_cast<size_t>(id)]; }
+  // -1 when absent.
+  int32_t Find(std::string_view piece) const;
+
+ private:
+  std::vector<std::string> pieces_;
+  std::unordered_map<std::string, int32_t> ids_;
+};
+
+class Tokenizer {
+ public:
+  static constexpr int32_t kDefaultMaxLength = 512;
+  static constexpr int32_t kMaxCharsPerWord = 100;
+
+  // Fails when the vocabulary lacks [CLS], [SEP], [UNK], [PAD] or [MASK].
+  static Status Create(Vocab vocab, Tokenizer* out);
+
+  // Any bytes are accepted; invalid UTF-8 becomes U+FFFD (and is then cleaned away).
+  // The result always holds [CLS] and [SEP]; when the text needs more than max_length
+  // positions it is cut to max_length (with [SEP] last) and truncated is set.
+  Encoding Encode(std::string_view utf8, int32_t max_length = kDefaultMaxLength) const;
+
+  const Vocab& vocab() const { return vocab_; }
+  int32_t cls_id() const { return cls_id_; }
+  int32_t sep_id() const { return sep_id_; }
+  int32_t unk_id() const { return unk_id_; }
+  int32_t pad_id() const { return pad_id_; }
+  int32_t mask_id() const { return mask_id_; }
+
+ private:
+  Vocab vocab_;
+  int32_t cls_id_ = -1, sep_id_ = -1, unk_id_ = -1, pad_id_ = -1, mask_id_ = -1;
+};
+
+}  // namespace attn
