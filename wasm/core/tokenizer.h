@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -40,10 +41,17 @@ class Vocab {
   const std::string& piece(int32_t id) const { return pieces_[static_cast<size_t>(id)]; }
   // -1 when absent.
   int32_t Find(std::string_view piece) const;
+  // Bytes in the longest entry: WordPiece never needs to look up a longer candidate.
+  size_t max_piece_bytes() const { return max_piece_bytes_; }
 
  private:
   std::vector<std::string> pieces_;
   std::unordered_map<std::string, int32_t> ids_;
+  size_t max_piece_bytes_ = 0;
+
+  // WordPiece looks candidates up through a reused std::string key, without the allocation
+  // Find(std::string_view) may make.
+  friend class Tokenizer;
 };
 
 class Tokenizer {
@@ -57,7 +65,11 @@ class Tokenizer {
   // Any bytes are accepted; invalid UTF-8 becomes U+FFFD (and is then cleaned away).
   // The result always holds [CLS] and [SEP]; when the text needs more than max_length
   // positions it is cut to max_length (with [SEP] last) and truncated is set.
+  // A max_length below 2 is treated as 2.
   Encoding Encode(std::string_view utf8, int32_t max_length = kDefaultMaxLength) const;
+  // The ids of Encode without truncation, offsets or piece texts: the fast path for
+  // tokenizing a corpus. ids is overwritten with [CLS] ... [SEP].
+  void EncodeIds(std::string_view utf8, std::vector<int32_t>* ids) const;
 
   const Vocab& vocab() const { return vocab_; }
   int32_t cls_id() const { return cls_id_; }
@@ -67,7 +79,16 @@ class Tokenizer {
   int32_t mask_id() const { return mask_id_; }
 
  private:
+  // A WordPiece before [CLS]/[SEP] are added, with the offsets Token documents.
+  struct Piece {
+    int32_t id, start, end, word;
+  };
+  class Splitter;
+  void Split(std::string_view utf8, std::vector<Piece>* pieces) const;
+
   Vocab vocab_;
+  // Special tokens typed in the text, matched with exact case: (code points, id).
+  std::vector<std::pair<std::u32string, int32_t>> typed_specials_;
   int32_t cls_id_ = -1, sep_id_ = -1, unk_id_ = -1, pad_id_ = -1, mask_id_ = -1;
 };
 

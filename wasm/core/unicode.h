@@ -1,0 +1,71 @@
+// Unicode primitives for the tokenizer, over the generated tables in unicode_tables.h
+// (Unicode 15.0, the version of Python 3.12's unicodedata). The predicates reproduce the
+// character classes of Hugging Face's BasicTokenizer exactly.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/unicode_tables.h"
+
+namespace attn::unicode {
+
+constexpr char32_t kReplacementCharacter = 0xFFFD;
+
+Category GetCategory(char32_t cp);
+// Canonical combining class (0 for starters).
+int CombiningClass(char32_t cp);
+
+// Python's str.lower() on one code point (full mapping, unconditional SpecialCasing entries:
+// U+0130 becomes "i" U+0307). Writes 1..3 code points to out and returns the count. The
+// context-dependent final-sigma rule is not applied (the caller lowercases one code point at
+// a time, as transformers' PreTrainedTokenizer.tokenize does).
+int ToLower(char32_t cp, char32_t out[3]);
+
+// Full canonical decomposition of one code point (NFD without the reordering step).
+// Writes 1..kMaxDecompositionLength code points to out and returns the count.
+int Decompose(char32_t cp, char32_t out[kMaxDecompositionLength]);
+
+// Stable sort of each run of non-starters by combining class (the canonical ordering step of
+// NFD), applied to parallel arrays: code points and something that travels with each one.
+template <typename Payload>
+void CanonicalOrder(std::vector<char32_t>* code_points, std::vector<Payload>* payload) {
+  std::vector<char32_t>& cps = *code_points;
+  for (size_t i = 1; i < cps.size(); ++i) {
+    const int ccc = CombiningClass(cps[i]);
+    if (ccc == 0) continue;
+    size_t j = i;
+    while (j > 0) {
+      const int prev = CombiningClass(cps[j - 1]);
+      if (prev == 0 || prev <= ccc) break;
+      std::swap(cps[j - 1], cps[j]);
+      std::swap((*payload)[j - 1], (*payload)[j]);
+      --j;
+    }
+  }
+}
+
+// Hugging Face's BasicTokenizer character classes (tokenization_bert.py):
+// _is_control: category C* except tab, newline and carriage return. Unassigned code points
+// (Cn) and private use (Co) count, so they are dropped.
+bool IsBertControl(char32_t cp);
+// _is_whitespace: space, tab, newline, carriage return, or category Zs.
+bool IsBertWhitespace(char32_t cp);
+// _is_punctuation: the ASCII symbol ranges 33-47, 58-64, 91-96, 123-126, or category P*.
+bool IsBertPunctuation(char32_t cp);
+// _is_chinese_char: the CJK ideograph blocks Hugging Face lists.
+bool IsCjkIdeograph(char32_t cp);
+// Python's str.split() separators among characters that survive _clean_text: besides the
+// space it produces, U+2028 and U+2029 (categories Zl and Zp) also split words.
+bool IsSplitSpace(char32_t cp);
+
+// Decodes UTF-8 as Python's bytes.decode("utf-8", errors="replace") does: each maximal
+// subpart of an ill-formed sequence becomes one U+FFFD. Never fails.
+void DecodeUtf8(std::string_view bytes, std::vector<char32_t>* out);
+// Appends the UTF-8 encoding of a valid scalar value.
+void AppendUtf8(char32_t cp, std::string* out);
+// True when bytes is well-formed UTF-8.
+bool IsValidUtf8(std::string_view bytes);
+
+}  // namespace attn::unicode
