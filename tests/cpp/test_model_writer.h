@@ -1,0 +1,250 @@
+// Test helper: builds .attn model files in memory (model_data/README.md layout), with random
+// weights, any dtype per tensor, and hooks to break them on purpose. Header-only so that the
+// test glob (tests/cpp/*_test.cc) needs no helper sources. Its byte layout is written here
+// field by field from the README, independently of the reader in wasm/core/model_file.cc.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/model_file.h"
+#include "core/tensor_table.h"
+
+namespace attn::testing {
+
+struct WriterTensor {
+  std::string name;
+  uint32_t dtype = 0;  // 0 f32, 1 f16, 2 int8
+  uint32_t ndim = 1;
+  std::array<uint32_t, 4> shape{};
+  std::vector<float> values;       // f32 and f16 (f16: must be exactly representable)
+  std::vector<int8_t> quantized;   // int8: numel values
+  std::vector<float> scales;       // int8: numel / group_size
+  uint32_t group_size = 0;
+  uint64_t numel() const {
+    uint64_t n = 1;
+    for (uint32_t k = 0; k < ndim; ++k) n *= shape[k];
+    return n;
+  }
+  // The f32 value the loader must produce at index i.
+  float Expected(uint64_t i) const {
+    return dtype == 2 ? static_cast<float>(quantized[i]) * scales[i / group_size] : values[i];
+  }
+};
+
+struct ModelParts {
+  ModelConfig config;
+  std::string name = "test model";
+  std::string provenance = "{\"source\": \"tests/cpp/test_model_writer.h\"}";
+  std::string vocab;  // vocab.txt content
+  std::vector<WriterTensor> tensors;
+  uint32_t version = 1;
+  uint32_t flags = 0;
+
+  WriterTensor* Find(const std::string& tensor_name) {
+    for (WriterTensor& t : tensors) {
+      if (t.name == tensor_name) return &t;
+    }
+    return nullptr;
+  }
+};
+
+// A small config that still has several heads and layers.
+inline ModelConfig TinyConfig() {
+  ModelConfig c;
+  c.vocab_size = 40;
+  c.hidden_size = 16;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.intermediate_size = 32;
+  c.max_position_embeddings = 24;
+  c.type_vocab_size = 2;
+  c.layer_norm_eps = 1e-12f;
+  return c;
+}
+
+// vocab_size lines: the five special tokens, some words and punctuation, then filler.
+inline std::string TestVocab(uint32_t vocab_size) {
+  const char* words[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat",
+                         "on",    "mat",   ".",     ",",     "a",      "dog", "##s", "ran"};
+  std::string text;
+  for (uint32_t i = 0; i < vocab_size; ++i) {
+    text += i < std::size(words) ? std::string(words[i]) : "tok" + std::to_string(i);
+    text += '\n';
+  }
+  return text;
+}
+
+// Random weights shaped like the expected table, all f32. LayerNorm weights near 1 and
+// weight matrices large enough that attention rows are far from uniform.
+inline ModelParts RandomModel(const ModelConfig& config, uint32_t seed = 1, bool pooler = false,
+                              bool masked_lm_head = false) {
+  ModelParts parts;
+  parts.config = config;
+  parts.vocab = TestVocab(config.vocab_size);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const TensorSpec& spec : ExpectedTensors(config, pooler, masked_lm_head)) {
+    WriterTensor t;
+    t.name = spec.name;
+    t.ndim = spec.ndim;
+    t.shape = {spec.shape[0], spec.ndim == 2 ? spec.shape[1] : 0u, 0u, 0u};
+    const bool is_norm_weight = spec.name.find("LayerNorm.weight") != std::string::npos;
+    const float stddev = spec.ndim == 2 ? 1.0f / std::sqrt(static_cast<float>(spec.shape[1])) * 1.5f : 0.1f;
+    t.values.resize(spec.numel());
+    for (float& v : t.values) v = (is_norm_weight ? 1.0f : 0.0f) + stddev * normal(rng);
+    parts.tensors.push_back(std::move(t));
+  }
+  return parts;
+}
+
+// Rewrites tensor t as int8 with the given group size: scale = max |x| / 127 per group.
+inline void QuantizeInt8(WriterTensor* t, uint32_t group_size) {
+  const uint64_t numel = t->numel();
+  t->dtype = 2;
+  t->group_size = group_size;
+  t->quantized.assign(numel, 0);
+  t->scales.assign(numel / group_size, 0.0f);
+  for (uint64_t g = 0; g < numel / group_size; ++g) {
+    float max_abs = 0;
+    for (uint64_t i = g * group_size; i < (g + 1) * group_size; ++i) {
+      max_abs = std::max(max_abs, std::fabs(t->values[i]));
+    }
+    const float scale = max_abs > 0 ? max_abs / 127.0f : 1.0f;
+    t->scales[g] = scale;
+    for (uint64_t i = g * group_size; i < (g + 1) * group_size; ++i) {
+      t->quantized[i] = static_cast<int8_t>(std::lround(t->values[i] / scale));
+    }
+  }
+}
+
+// Rewrites tensor t as f16, first rounding every value to a multiple of 2^-10 in [-2, 2), which
+// binary16 holds exactly, so the loader's result is known without a second converter.
+inline void ConvertToF16(WriterTensor* t) {
+  t->dtype = 1;
+  for (float& v : t->values) {
+    v = std::max(-2.0f, std::min(2.0f - 1.0f / 1024, std::round(v * 1024.0f) / 1024.0f));
+  }
+}
+
+// Binary16 bits of a value that is 0 or a normal half (the writer only makes such values).
+inline uint16_t HalfBits(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  const uint32_t sign = (bits >> 16) & 0x8000u;
+  if ((bits & 0x7fffffffu) == 0) return static_cast<uint16_t>(sign);
+  const int32_t exponent = static_cast<int32_t>((bits >> 23) & 0xff) - 127 + 15;
+  return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exponent) << 10) | ((bits >> 13) & 0x3ffu));
+}
+
+inline void PutU32(std::vector<uint8_t>* b, size_t at, uint32_t v) {
+  for (int k = 0; k < 4; ++k) (*b)[at + k] = static_cast<uint8_t>(v >> (8 * k));
+}
+inline void PutU64(std::vector<uint8_t>* b, size_t at, uint64_t v) {
+  for (int k = 0; k < 8; ++k) (*b)[at + k] = static_cast<uint8_t>(v >> (8 * k));
+}
+inline void PutF32(std::vector<uint8_t>* b, size_t at, float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  PutU32(b, at, bits);
+}
+inline uint32_t GetU32(const std::vector<uint8_t>& b, size_t at) {
+  uint32_t v = 0;
+  for (int k = 0; k < 4; ++k) v |= uint32_t{b[at + k]} << (8 * k);
+  return v;
+}
+inline uint64_t GetU64(const std::vector<uint8_t>& b, size_t at) {
+  return uint64_t{GetU32(b, at)} | uint64_t{GetU32(b, at + 4)} << 32;
+}
+
+// Recomputes the header's file size and CRC-32 after a test has edited the bytes.
+inline void FixSizeAndCrc(std::vector<uint8_t>* bytes) {
+  PutU64(bytes, 136, bytes->size());
+  PutU32(bytes, 144, Crc32(bytes->data() + 256, bytes->size() - 256));
+}
+
+// Byte offsets of the pieces of a serialised file, for tests that break one on purpose.
+struct Layout {
+  uint64_t name = 0, provenance = 0, vocab = 0, table = 0, data = 0;
+  uint64_t Entry(size_t index) const { return table + 128 * index; }
+};
+
+inline std::vector<uint8_t> Serialize(const ModelParts& parts, Layout* layout = nullptr) {
+  auto align = [](uint64_t v, uint64_t a) { return (v + a - 1) / a * a; };
+  Layout at;
+  at.name = 256;
+  at.provenance = at.name + parts.name.size();
+  at.vocab = at.provenance + parts.provenance.size();
+  at.table = align(at.vocab + parts.vocab.size(), 8);
+  const uint64_t table_bytes = 128 * parts.tensors.size();
+  at.data = align(at.table + table_bytes, 64);
+  std::vector<uint64_t> offsets, byte_counts;
+  uint64_t cursor = 0;
+  for (const WriterTensor& t : parts.tensors) {
+    const uint64_t n = t.numel();
+    const uint64_t bytes = t.dtype == 0 ? 4 * n : t.dtype == 1 ? 2 * n : align(n, 4) + 4 * t.scales.size();
+    offsets.push_back(cursor);
+    byte_counts.push_back(bytes);
+    cursor = align(cursor + bytes, 64);
+  }
+  const uint64_t data_bytes = parts.tensors.empty() ? 0 : offsets.back() + byte_counts.back();
+  std::vector<uint8_t> b(at.data + data_bytes, 0);
+  std::memcpy(b.data(), "ATTNBERT", 8);
+  PutU32(&b, 8, parts.version);
+  PutU32(&b, 12, 256);
+  const ModelConfig& c = parts.config;
+  const uint32_t dims[] = {c.vocab_size, c.hidden_size, c.num_hidden_layers, c.num_attention_heads,
+                           c.intermediate_size, c.max_position_embeddings, c.type_vocab_size};
+  for (size_t k = 0; k < 7; ++k) PutU32(&b, 16 + 4 * k, dims[k]);
+  PutF32(&b, 44, c.layer_norm_eps);
+  PutU32(&b, 48, static_cast<uint32_t>(parts.tensors.size()));
+  PutU32(&b, 52, parts.flags);
+  const uint64_t sections[5][2] = {{at.name, parts.name.size()},
+                                   {at.provenance, parts.provenance.size()},
+                                   {at.vocab, parts.vocab.size()},
+                                   {at.table, table_bytes},
+                                   {at.data, data_bytes}};
+  for (size_t k = 0; k < 5; ++k) {
+    PutU64(&b, 56 + 16 * k, sections[k][0]);
+    PutU64(&b, 64 + 16 * k, sections[k][1]);
+  }
+  std::memcpy(b.data() + at.name, parts.name.data(), parts.name.size());
+  std::memcpy(b.data() + at.provenance, parts.provenance.data(), parts.provenance.size());
+  std::memcpy(b.data() + at.vocab, parts.vocab.data(), parts.vocab.size());
+  for (size_t i = 0; i < parts.tensors.size(); ++i) {
+    const WriterTensor& t = parts.tensors[i];
+    const size_t e = at.Entry(i);
+    std::memcpy(b.data() + e, t.name.data(), std::min<size_t>(t.name.size(), 64));
+    PutU32(&b, e + 64, t.dtype);
+    PutU32(&b, e + 68, t.ndim);
+    for (size_t k = 0; k < 4; ++k) PutU32(&b, e + 72 + 4 * k, t.shape[k]);
+    PutU64(&b, e + 88, offsets[i]);
+    PutU64(&b, e + 96, byte_counts[i]);
+    PutU32(&b, e + 104, t.group_size);
+    const size_t p = at.data + offsets[i];
+    const uint64_t n = t.numel();
+    if (t.dtype == 0) {
+      for (uint64_t j = 0; j < n; ++j) PutF32(&b, p + 4 * j, t.values[j]);
+    } else if (t.dtype == 1) {
+      for (uint64_t j = 0; j < n; ++j) {
+        const uint16_t h = HalfBits(t.values[j]);
+        b[p + 2 * j] = static_cast<uint8_t>(h);
+        b[p + 2 * j + 1] = static_cast<uint8_t>(h >> 8);
+      }
+    } else {
+      for (uint64_t j = 0; j < n; ++j) b[p + j] = static_cast<uint8_t>(t.quantized[j]);
+      for (size_t g = 0; g < t.scales.size(); ++g) PutF32(&b, p + align(n, 4) + 4 * g, t.scales[g]);
+    }
+  }
+  FixSizeAndCrc(&b);
+  if (layout) *layout = at;
+  return b;
+}
+
+}  // namespace attn::testing

@@ -1,0 +1,77 @@
+// The BERT encoder forward pass for one sentence, with Hugging Face BertModel semantics in
+// eval mode (no dropout, token type 0 everywhere, no padding). It keeps what the explainer
+// shows: every layer's hidden states, every head's attention probabilities, and each layer's
+// query and key projections (so a page can show q . k for one head).
+// Dimensions: n tokens, d model (hidden), H heads, d_head = d / H, f intermediate, L layers.
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <vector>
+
+#include "core/model_file.h"
+#include "core/status.h"
+
+namespace attn {
+
+using MatrixMap = Eigen::Map<RowMajorMatrix>;
+
+// The operations, exposed so that tests can check each against a plain scalar loop.
+// Each row of x (n, d) becomes (x - mean) / sqrt(biased variance + eps) * gamma + beta.
+void LayerNorm(Eigen::Ref<RowMajorMatrix> x, const Eigen::Ref<const Eigen::VectorXf>& gamma,
+               const Eigen::Ref<const Eigen::VectorXf>& beta, float eps);
+// Each row of scores (n, n) becomes exp(s - max) / sum exp(s - max).
+void SoftmaxRows(Eigen::Ref<RowMajorMatrix> scores);
+// The exact (erf) GELU, in place: 0.5 x (1 + erf(x / sqrt 2)).
+void Gelu(float* values, size_t count);
+
+// Everything one forward pass keeps, in flat row-major arrays (one typed array each for JS).
+struct Activations {
+  int32_t layers = 0, heads = 0, tokens = 0, hidden = 0;  // L, H, n, d
+  std::vector<int32_t> ids;            // (n)
+  std::vector<float> hidden_states;    // (L+1, n, d): [0] the embeddings' output, [l+1] layer l's
+  std::vector<float> attention_probs;  // (L, H, n, n): [l][h][i][j], row i sums to 1
+  std::vector<float> queries;          // (L, n, d): x W_q^T + b_q, before the 1/sqrt(d_head)
+  std::vector<float> keys;             // (L, n, d): x W_k^T + b_k; head h is columns
+                                       // [h d_head, (h+1) d_head)
+
+  int32_t head_size() const { return heads ? hidden / heads : 0; }
+  ConstMatrixMap HiddenState(int32_t index) const;  // (n, d), index in [0, L]
+  ConstMatrixMap Attention(int32_t layer, int32_t head) const;  // (n, n)
+  ConstMatrixMap Query(int32_t layer) const;  // (n, d)
+  ConstMatrixMap Key(int32_t layer) const;    // (n, d)
+  // Row i of Attention(layer, head): n floats.
+  const float* AttentionRow(int32_t layer, int32_t head, int32_t row) const;
+};
+
+class Encoder {
+ public:
+  // The model must outlive the encoder.
+  explicit Encoder(const Model& model);
+
+  // ids: token ids, [CLS] ... [SEP] as the tokenizer makes them. Fails (and leaves *out in an
+  // unspecified state) when there are no ids, more than max_position_embeddings, or an id
+  // outside [0, vocab_size).
+  Status Forward(const std::vector<int32_t>& ids, Activations* out);
+
+  // The masked-LM head's scores over the vocabulary (V) for one position of a forward pass:
+  // dense + GELU + LayerNorm, then the tied word-embedding decoder plus cls.predictions.bias.
+  // Fails when the model has no masked-LM head or position is out of range.
+  Status MaskedLmLogits(const Activations& activations, int32_t position,
+                        std::vector<float>* logits) const;
+
+  // Multiply-adds x 2 of one forward pass over n tokens: the dense layers and the two
+  // attention products (the FLOP count the benchmark reports).
+  static double ForwardFlops(const ModelConfig& config, int32_t n);
+
+ private:
+  const Model& model_;
+  // Scratch sized once per call in Forward, reused by every layer.
+  RowMajorMatrix query_, key_, value_;  // (n, d)
+  RowMajorMatrix context_;              // (n, d)
+  RowMajorMatrix attention_out_;        // (n, d)
+  RowMajorMatrix intermediate_;         // (n, f)
+  RowMajorMatrix layer_out_;            // (n, d)
+};
+
+}  // namespace attn

@@ -1,0 +1,551 @@
+// Reading the .attn model file. Every field is checked before it is used, so that a damaged
+// or hostile file yields a Status naming the problem, never an out-of-bounds read: all
+// offsets are checked against the buffer with overflow-free comparisons first.
+#include "core/model_file.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <unordered_map>
+
+#include "core/unicode.h"
+
+namespace attn {
+namespace {
+
+constexpr const char* kReconvert = "; re-convert the model with scripts/convert_model.py";
+constexpr const char* kCopyAgain =
+    "; the file is truncated or damaged: download or copy it again, or re-convert it with "
+    "scripts/convert_model.py";
+
+uint32_t ReadU32(const uint8_t* p) {
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
+uint64_t ReadU64(const uint8_t* p) { return uint64_t{ReadU32(p)} | uint64_t{ReadU32(p + 4)} << 32; }
+float ReadF32(const uint8_t* p) {
+  const uint32_t bits = ReadU32(p);
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+// IEEE 754 binary16 to binary32, exact for every input including subnormals, inf and NaN.
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
+  const uint32_t exponent = (h >> 10) & 0x1f;
+  uint32_t mantissa = h & 0x3ffu;
+  uint32_t bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    bits = sign;
+  } else {
+    // Subnormal half: shift the mantissa up until its leading one is the implicit bit.
+    uint32_t e = 113;
+    while ((mantissa & 0x400u) == 0) {
+      mantissa <<= 1;
+      --e;
+    }
+    bits = sign | (e << 23) | ((mantissa & 0x3ffu) << 13);
+  }
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+std::string Num(uint64_t v) { return std::to_string(v); }
+
+struct Section {
+  const char* what;
+  uint64_t offset;
+  uint64_t bytes;
+};
+
+// Bytes the file must hold for a tensor of numel elements in this dtype.
+uint64_t ExpectedByteCount(DType dtype, uint64_t numel, uint32_t group_size) {
+  switch (dtype) {
+    case DType::kF32: return 4 * numel;
+    case DType::kF16: return 2 * numel;
+    case DType::kInt8: return (numel + 3) / 4 * 4 + 4 * (numel / group_size);
+  }
+  return 0;
+}
+
+struct RawEntry {
+  std::string name;
+  uint32_t dtype, ndim, group_size;
+  uint32_t shape[4];
+  uint64_t offset, bytes;
+  bool reserved_zero;
+};
+
+Status ParseEntryName(const uint8_t* p, size_t index, std::string* name) {
+  const size_t kBytes = ModelFileFormat::kTensorNameBytes;
+  size_t len = 0;
+  while (len < kBytes && p[len] != 0) ++len;
+  for (size_t k = len; k < kBytes; ++k) {
+    if (p[k] != 0) {
+      return Status::Error("tensor table entry " + Num(index) +
+                           ": name has bytes after its NUL terminator" + std::string(kCopyAgain));
+    }
+  }
+  if (len == 0 || !unicode::IsValidUtf8(std::string_view(reinterpret_cast<const char*>(p), len))) {
+    return Status::Error("tensor table entry " + Num(index) + ": name is " +
+                         (len == 0 ? "empty" : "not valid UTF-8") + std::string(kCopyAgain));
+  }
+  name->assign(reinterpret_cast<const char*>(p), len);
+  return Status::Ok();
+}
+
+// Checks the names in the table against the expected list: missing, extra, duplicated, out of
+// order. Presence of the optional groups is read from the names themselves.
+Status CheckTensorNames(const ModelConfig& config, const std::vector<RawEntry>& entries,
+                        std::vector<TensorSpec>* expected_out) {
+  bool any_pooler = false, any_mlm = false;
+  for (const RawEntry& e : entries) {
+    any_pooler |= e.name.rfind("pooler.", 0) == 0;
+    any_mlm |= e.name.rfind("cls.", 0) == 0;
+  }
+  std::vector<TensorSpec> expected = ExpectedTensors(config, any_pooler, any_mlm);
+  std::unordered_map<std::string, size_t> expected_index;
+  for (size_t i = 0; i < expected.size(); ++i) expected_index.emplace(expected[i].name, i);
+
+  std::unordered_map<std::string, size_t> seen;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string& name = entries[i].name;
+    auto previous = seen.find(name);
+    if (previous != seen.end()) {
+      return Status::Error("tensor '" + name + "' appears twice in the tensor table (entries " +
+                           Num(previous->second) + " and " + Num(i) + ")" + kReconvert);
+    }
+    seen.emplace(name, i);
+    if (expected_index.count(name) == 0) {
+      return Status::Error("unexpected tensor '" + name + "' (entry " + Num(i) +
+                           "): not part of a BertModel with this config (" +
+                           Num(config.num_hidden_layers) + " layers)" + kReconvert);
+    }
+  }
+  for (const TensorSpec& spec : expected) {
+    if (seen.count(spec.name) == 0) {
+      std::string group;
+      if (spec.group == TensorGroup::kPooler) group = " (the pooler group is all or none)";
+      if (spec.group == TensorGroup::kMaskedLmHead) {
+        group = " (the masked-LM head group is all or none)";
+      }
+      return Status::Error("missing tensor '" + spec.name + "'" + group + kReconvert);
+    }
+  }
+  // Same set, same size: any difference left is order.
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].name != expected[i].name) {
+      return Status::Error("tensor table entry " + Num(i) + " is '" + entries[i].name +
+                           "', expected '" + expected[i].name +
+                           "' (tensors must be in the order of model_data/README.md)" +
+                           kReconvert);
+    }
+  }
+  *expected_out = std::move(expected);
+  return Status::Ok();
+}
+
+Status CheckEntry(const RawEntry& e, const TensorSpec& spec, uint64_t data_bytes) {
+  const std::string where = "tensor '" + e.name + "': ";
+  if (e.dtype > 2) {
+    return Status::Error(where + "dtype is " + Num(e.dtype) +
+                         ", expected 0 (f32), 1 (f16) or 2 (int8)" + kReconvert);
+  }
+  if (e.ndim != spec.ndim) {
+    return Status::Error(where + "got ndim " + Num(e.ndim) + ", expected " + Num(spec.ndim) +
+                         kReconvert);
+  }
+  for (uint32_t k = e.ndim; k < 4; ++k) {
+    if (e.shape[k] != 0) {
+      return Status::Error(where + "shape dimension " + Num(k) + " is " + Num(e.shape[k]) +
+                           ", expected 0 for a " + Num(e.ndim) + "-D tensor" + kReconvert);
+    }
+  }
+  const std::array<uint32_t, 2> got = {e.shape[0], e.ndim == 2 ? e.shape[1] : 0u};
+  if (got != spec.shape) {
+    return Status::Error(where + "got shape " + ShapeString(e.ndim, got) + ", expected " +
+                         ShapeString(spec.ndim, spec.shape) +
+                         " from the config in the header" + kReconvert);
+  }
+  if (!e.reserved_zero) {
+    return Status::Error(where + "reserved bytes of its table entry are not zero" + kCopyAgain);
+  }
+  const DType dtype = static_cast<DType>(e.dtype);
+  const uint64_t numel = spec.numel();
+  if (dtype == DType::kInt8) {
+    const uint64_t row = spec.ndim == 2 ? spec.shape[1] : numel;
+    const uint64_t g = e.group_size;
+    const bool divides_row = g != 0 && row % g == 0;
+    const bool whole_rows = g != 0 && g % row == 0;
+    if (g == 0 || numel % g != 0 || !(divides_row || whole_rows)) {
+      return Status::Error(where + "int8 group size " + Num(g) +
+                           " is invalid: it must divide the element count " + Num(numel) +
+                           " and divide, or be a multiple of, the row length " + Num(row) +
+                           kReconvert);
+    }
+  } else if (e.group_size != 0) {
+    return Status::Error(where + "group size is " + Num(e.group_size) + ", expected 0 for " +
+                         DTypeName(dtype) + kReconvert);
+  }
+  const uint64_t want = ExpectedByteCount(dtype, numel, e.group_size);
+  if (e.bytes != want) {
+    return Status::Error(where + "byte count is " + Num(e.bytes) + ", expected " + Num(want) +
+                         " for " + Num(numel) + " " + DTypeName(dtype) + " values" + kReconvert);
+  }
+  if (e.offset % ModelFileFormat::kDataAlignment != 0) {
+    return Status::Error(where + "data offset " + Num(e.offset) + " is not a multiple of " +
+                         Num(ModelFileFormat::kDataAlignment) + kReconvert);
+  }
+  if (e.offset > data_bytes || e.bytes > data_bytes - e.offset) {
+    return Status::Error(where + "bytes [" + Num(e.offset) + ", " + Num(e.offset + e.bytes) +
+                         ") lie outside the data section of " + Num(data_bytes) + " bytes" +
+                         kCopyAgain);
+  }
+  return Status::Ok();
+}
+
+// Converts one tensor to f32 and checks that every value is finite.
+Status Dequantise(const TensorInfo& info, const uint8_t* src, float* dst) {
+  const uint64_t numel = info.spec.numel();
+  switch (info.dtype) {
+    case DType::kF32:
+      for (uint64_t i = 0; i < numel; ++i) dst[i] = ReadF32(src + 4 * i);
+      break;
+    case DType::kF16:
+      for (uint64_t i = 0; i < numel; ++i) {
+        dst[i] = HalfToFloat(static_cast<uint16_t>(src[2 * i] | src[2 * i + 1] << 8));
+      }
+      break;
+    case DType::kInt8: {
+      const uint8_t* scales = src + (numel + 3) / 4 * 4;
+      for (uint64_t i = 0; i < numel; ++i) {
+        const float scale = ReadF32(scales + 4 * (i / info.group_size));
+        dst[i] = static_cast<float>(static_cast<int8_t>(src[i])) * scale;
+      }
+      break;
+    }
+  }
+  for (uint64_t i = 0; i < numel; ++i) {
+    if (!std::isfinite(dst[i])) {
+      std::string at = "index " + Num(i);
+      if (info.spec.ndim == 2) {
+        at += " (row " + Num(i / info.spec.shape[1]) + ", column " + Num(i % info.spec.shape[1]) +
+              ")";
+      }
+      return Status::Error("tensor '" + info.spec.name + "': value at " + at + " is " +
+                           (std::isnan(dst[i]) ? "NaN" : "infinite") +
+                           "; the weights are broken: fix the checkpoint and re-convert it with "
+                           "scripts/convert_model.py");
+    }
+  }
+  return Status::Ok();
+}
+
+template <typename MapType, typename... Dims>
+void Reseat(MapType* map, const float* data, Dims... dims) {
+  // Eigen's documented way to point an existing Map at new storage.
+  new (map) MapType(data, static_cast<Eigen::Index>(dims)...);
+}
+
+}  // namespace
+
+const char* DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return "f32";
+    case DType::kF16: return "f16";
+    case DType::kInt8: return "int8";
+  }
+  return "unknown";
+}
+
+uint32_t Crc32(const uint8_t* data, size_t size, uint32_t crc) {
+  static const auto table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  crc = ~crc;
+  for (size_t i = 0; i < size; ++i) crc = table[(crc ^ data[i]) & 0xffu] ^ (crc >> 8);
+  return ~crc;
+}
+
+Status Model::FromBuffer(const uint8_t* data, size_t size, std::unique_ptr<Model>* out) {
+  using F = ModelFileFormat;
+  if (data == nullptr || size < F::kHeaderBytes) {
+    return Status::Error("model file is " + Num(size) + " bytes, shorter than its " +
+                         Num(F::kHeaderBytes) + "-byte header" + kCopyAgain);
+  }
+  if (std::memcmp(data, F::kMagic, 8) != 0) {
+    return Status::Error(
+        "not a model file: the first 8 bytes are not the magic 'ATTNBERT'; give the .attn file "
+        "written by scripts/convert_model.py");
+  }
+  const uint32_t version = ReadU32(data + 8);
+  if (version != F::kVersion) {
+    return Status::Error("model file format version is " + Num(version) + ", expected " +
+                         Num(F::kVersion) +
+                         "; use the engine that matches the file or re-convert the model with "
+                         "this release's scripts/convert_model.py");
+  }
+  const uint32_t header_bytes = ReadU32(data + 12);
+  if (header_bytes != F::kHeaderBytes) {
+    return Status::Error("model file header size is " + Num(header_bytes) + ", expected " +
+                         Num(F::kHeaderBytes) + kCopyAgain);
+  }
+  ModelConfig config;
+  config.vocab_size = ReadU32(data + 16);
+  config.hidden_size = ReadU32(data + 20);
+  config.num_hidden_layers = ReadU32(data + 24);
+  config.num_attention_heads = ReadU32(data + 28);
+  config.intermediate_size = ReadU32(data + 32);
+  config.max_position_embeddings = ReadU32(data + 36);
+  config.type_vocab_size = ReadU32(data + 40);
+  config.layer_norm_eps = ReadF32(data + 44);
+  Status status = ValidateConfig(config);
+  if (!status.ok()) return status;
+  const uint32_t num_tensors = ReadU32(data + 48);
+  const uint32_t flags = ReadU32(data + 52);
+  if (flags != 0) {
+    return Status::Error("model file flags are " + Num(flags) +
+                         ", expected 0 (no flags are defined in version 1)" + kCopyAgain);
+  }
+  for (uint32_t i = 148; i < F::kHeaderBytes; ++i) {
+    if (data[i] != 0) {
+      return Status::Error("model file header byte " + Num(i) +
+                           " (reserved) is not zero" + kCopyAgain);
+    }
+  }
+  const uint64_t file_size = ReadU64(data + 136);
+  if (file_size != size) {
+    return Status::Error("model file header says the file is " + Num(file_size) +
+                         " bytes, got " + Num(size) + kCopyAgain);
+  }
+  const uint32_t stored_crc = ReadU32(data + 144);
+  const uint32_t crc = Crc32(data + F::kHeaderBytes, size - F::kHeaderBytes);
+  if (crc != stored_crc) {
+    char got[16], want[16];
+    std::snprintf(got, sizeof got, "%08x", crc);
+    std::snprintf(want, sizeof want, "%08x", stored_crc);
+    return Status::Error(std::string("model file checksum mismatch: CRC-32 of bytes [256, end) is ") +
+                         got + ", the header says " + want + kCopyAgain);
+  }
+
+  const Section sections[] = {
+      {"name", ReadU64(data + 56), ReadU64(data + 64)},
+      {"provenance", ReadU64(data + 72), ReadU64(data + 80)},
+      {"vocabulary", ReadU64(data + 88), ReadU64(data + 96)},
+      {"tensor table", ReadU64(data + 104), ReadU64(data + 112)},
+      {"tensor data", ReadU64(data + 120), ReadU64(data + 128)},
+  };
+  uint64_t previous_end = F::kHeaderBytes;
+  const char* previous_what = "header";
+  for (const Section& s : sections) {
+    if (s.offset > size || s.bytes > size - s.offset) {
+      return Status::Error(std::string("model file section '") + s.what + "' at offset " +
+                           Num(s.offset) + " with " + Num(s.bytes) +
+                           " bytes lies outside the file of " + Num(size) + " bytes" + kCopyAgain);
+    }
+    if (s.offset < previous_end) {
+      return Status::Error(std::string("model file section '") + s.what + "' at offset " +
+                           Num(s.offset) + " overlaps the " + previous_what + ", which ends at " +
+                           Num(previous_end) + kCopyAgain);
+    }
+    previous_end = s.offset + s.bytes;
+    previous_what = s.what;
+  }
+  const Section& name_s = sections[0];
+  const Section& provenance_s = sections[1];
+  const Section& vocab_s = sections[2];
+  const Section& table_s = sections[3];
+  const Section& data_s = sections[4];
+  if (data_s.offset % F::kDataAlignment != 0) {
+    return Status::Error("model file tensor data offset " + Num(data_s.offset) +
+                         " is not a multiple of " + Num(F::kDataAlignment) + kReconvert);
+  }
+  if (table_s.bytes != uint64_t{num_tensors} * F::kTensorEntryBytes) {
+    return Status::Error("model file tensor table is " + Num(table_s.bytes) + " bytes, expected " +
+                         Num(num_tensors) + " entries x " + Num(F::kTensorEntryBytes) + " = " +
+                         Num(uint64_t{num_tensors} * F::kTensorEntryBytes) + kCopyAgain);
+  }
+  for (const Section* s : {&name_s, &provenance_s, &vocab_s}) {
+    if (!unicode::IsValidUtf8(std::string_view(reinterpret_cast<const char*>(data + s->offset), s->bytes))) {
+      return Status::Error(std::string("model file ") + s->what + " is not valid UTF-8" +
+                           kReconvert);
+    }
+  }
+  // The vocabulary: one entry per line, each followed by '\n'.
+  const uint8_t* vocab = data + vocab_s.offset;
+  const uint64_t vocab_lines = static_cast<uint64_t>(std::count(vocab, vocab + vocab_s.bytes, '\n'));
+  if (vocab_s.bytes > 0 && vocab[vocab_s.bytes - 1] != '\n') {
+    return Status::Error("model file vocabulary does not end with a newline (every entry is "
+                         "followed by '\\n')" + std::string(kReconvert));
+  }
+  if (vocab_lines != config.vocab_size) {
+    return Status::Error("model file vocabulary has " + Num(vocab_lines) +
+                         " entries, expected vocab_size " + Num(config.vocab_size) +
+                         " from the header" + kReconvert);
+  }
+
+  std::vector<RawEntry> entries(num_tensors);
+  for (uint32_t i = 0; i < num_tensors; ++i) {
+    const uint8_t* p = data + table_s.offset + uint64_t{i} * F::kTensorEntryBytes;
+    RawEntry& e = entries[i];
+    status = ParseEntryName(p, i, &e.name);
+    if (!status.ok()) return status;
+    e.dtype = ReadU32(p + 64);
+    e.ndim = ReadU32(p + 68);
+    for (int k = 0; k < 4; ++k) e.shape[k] = ReadU32(p + 72 + 4 * k);
+    e.offset = ReadU64(p + 88);
+    e.bytes = ReadU64(p + 96);
+    e.group_size = ReadU32(p + 104);
+    e.reserved_zero = std::all_of(p + 108, p + F::kTensorEntryBytes, [](uint8_t b) { return b == 0; });
+  }
+  std::vector<TensorSpec> expected;
+  status = CheckTensorNames(config, entries, &expected);
+  if (!status.ok()) return status;
+
+  std::vector<TensorInfo> tensors(num_tensors);
+  uint64_t total_floats = 0;
+  for (uint32_t i = 0; i < num_tensors; ++i) {
+    status = CheckEntry(entries[i], expected[i], data_s.bytes);
+    if (!status.ok()) return status;
+    TensorInfo& info = tensors[i];
+    info.spec = expected[i];
+    info.dtype = static_cast<DType>(entries[i].dtype);
+    info.group_size = entries[i].group_size;
+    info.file_offset = data_s.offset + entries[i].offset;
+    info.byte_count = entries[i].bytes;
+    info.float_offset = total_floats;
+    total_floats += info.spec.numel();
+  }
+  std::vector<size_t> by_offset(num_tensors);
+  for (size_t i = 0; i < by_offset.size(); ++i) by_offset[i] = i;
+  std::sort(by_offset.begin(), by_offset.end(),
+            [&](size_t a, size_t b) { return tensors[a].file_offset < tensors[b].file_offset; });
+  for (size_t k = 1; k < by_offset.size(); ++k) {
+    const TensorInfo& a = tensors[by_offset[k - 1]];
+    const TensorInfo& b = tensors[by_offset[k]];
+    if (a.file_offset + a.byte_count > b.file_offset) {
+      return Status::Error("tensors '" + a.spec.name + "' and '" + b.spec.name +
+                           "' overlap in the data section" + kReconvert);
+    }
+  }
+
+  // Every tensor holds at least one byte per value, so total_floats is bounded by the file
+  // size and this allocation by what the caller already holds in memory.
+  std::unique_ptr<Model> model(new Model());
+  model->buffer_.resize(total_floats);
+  bool dtype_seen[3] = {false, false, false};
+  for (const TensorInfo& info : tensors) {
+    status = Dequantise(info, data + info.file_offset, model->buffer_.data() + info.float_offset);
+    if (!status.ok()) return status;
+    dtype_seen[static_cast<uint32_t>(info.dtype)] = true;
+  }
+  for (uint32_t k = 0; k < 3; ++k) {
+    if (!dtype_seen[k]) continue;
+    if (!model->precision_.empty()) model->precision_ += "+";
+    model->precision_ += DTypeName(static_cast<DType>(k));
+  }
+  model->config_ = config;
+  model->name_.assign(reinterpret_cast<const char*>(data + name_s.offset), name_s.bytes);
+  model->provenance_.assign(reinterpret_cast<const char*>(data + provenance_s.offset),
+                            provenance_s.bytes);
+  model->vocab_text_.assign(reinterpret_cast<const char*>(vocab), vocab_s.bytes);
+  model->file_bytes_ = size;
+  model->crc32_ = crc;
+  model->tensors_ = std::move(tensors);
+  model->BindWeights();
+  *out = std::move(model);
+  return Status::Ok();
+}
+
+Status Model::FromFile(const std::string& path, std::unique_ptr<Model>* out) {
+  FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    return Status::Error("cannot open model file '" + path + "': " + std::strerror(errno) +
+                         "; check the path (model files are written by scripts/convert_model.py)");
+  }
+  std::vector<uint8_t> bytes;
+  uint8_t chunk[1 << 16];
+  size_t got;
+  while ((got = std::fread(chunk, 1, sizeof chunk, file)) > 0) bytes.insert(bytes.end(), chunk, chunk + got);
+  const bool failed = std::ferror(file) != 0;
+  std::fclose(file);
+  if (failed) {
+    return Status::Error("cannot read model file '" + path + "'; check that it is a readable file");
+  }
+  Status status = FromBuffer(bytes.data(), bytes.size(), out);
+  if (!status.ok()) return Status::Error(path + ": " + status.message());
+  return status;
+}
+
+void Model::BindWeights() {
+  const ModelConfig& c = config_;
+  const Eigen::Index d = c.hidden_size, f = c.intermediate_size;
+  // clear + resize, not assign: Eigen::Map has no copy assignment (libc++ would need it).
+  weights_.layers.clear();
+  weights_.layers.resize(c.num_hidden_layers);
+  Weights& w = weights_;
+  for (const TensorInfo& info : tensors_) {
+    const float* p = buffer_.data() + info.float_offset;
+    const Eigen::Index rows = info.spec.shape[0], cols = info.spec.shape[1];
+    LayerWeights* layer =
+        info.spec.layer >= 0 ? &w.layers[static_cast<size_t>(info.spec.layer)] : nullptr;
+    switch (info.spec.kind) {
+      case TensorKind::kWordEmbeddings: Reseat(&w.word_embeddings, p, rows, cols); break;
+      case TensorKind::kPositionEmbeddings: Reseat(&w.position_embeddings, p, rows, cols); break;
+      case TensorKind::kTokenTypeEmbeddings: Reseat(&w.token_type_embeddings, p, rows, cols); break;
+      case TensorKind::kEmbeddingsNormWeight: Reseat(&w.embeddings_norm_weight, p, d); break;
+      case TensorKind::kEmbeddingsNormBias: Reseat(&w.embeddings_norm_bias, p, d); break;
+      case TensorKind::kQueryWeight: Reseat(&layer->query_weight, p, d, d); break;
+      case TensorKind::kQueryBias: Reseat(&layer->query_bias, p, d); break;
+      case TensorKind::kKeyWeight: Reseat(&layer->key_weight, p, d, d); break;
+      case TensorKind::kKeyBias: Reseat(&layer->key_bias, p, d); break;
+      case TensorKind::kValueWeight: Reseat(&layer->value_weight, p, d, d); break;
+      case TensorKind::kValueBias: Reseat(&layer->value_bias, p, d); break;
+      case TensorKind::kAttentionOutputWeight:
+        Reseat(&layer->attention_output_weight, p, d, d);
+        break;
+      case TensorKind::kAttentionOutputBias: Reseat(&layer->attention_output_bias, p, d); break;
+      case TensorKind::kAttentionOutputNormWeight:
+        Reseat(&layer->attention_output_norm_weight, p, d);
+        break;
+      case TensorKind::kAttentionOutputNormBias:
+        Reseat(&layer->attention_output_norm_bias, p, d);
+        break;
+      case TensorKind::kIntermediateWeight: Reseat(&layer->intermediate_weight, p, f, d); break;
+      case TensorKind::kIntermediateBias: Reseat(&layer->intermediate_bias, p, f); break;
+      case TensorKind::kOutputWeight: Reseat(&layer->output_weight, p, d, f); break;
+      case TensorKind::kOutputBias: Reseat(&layer->output_bias, p, d); break;
+      case TensorKind::kOutputNormWeight: Reseat(&layer->output_norm_weight, p, d); break;
+      case TensorKind::kOutputNormBias: Reseat(&layer->output_norm_bias, p, d); break;
+      case TensorKind::kPoolerWeight:
+        w.has_pooler = true;
+        Reseat(&w.pooler_weight, p, d, d);
+        break;
+      case TensorKind::kPoolerBias: Reseat(&w.pooler_bias, p, d); break;
+      case TensorKind::kMlmTransformWeight:
+        w.has_masked_lm_head = true;
+        Reseat(&w.mlm_transform_weight, p, d, d);
+        break;
+      case TensorKind::kMlmTransformBias: Reseat(&w.mlm_transform_bias, p, d); break;
+      case TensorKind::kMlmTransformNormWeight: Reseat(&w.mlm_transform_norm_weight, p, d); break;
+      case TensorKind::kMlmTransformNormBias: Reseat(&w.mlm_transform_norm_bias, p, d); break;
+      case TensorKind::kMlmBias: Reseat(&w.mlm_bias, p, rows); break;
+    }
+  }
+}
+
+}  // namespace attn
