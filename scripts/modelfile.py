@@ -58,6 +58,10 @@ class BertConfig:
     type_vocab_size: int
     layer_norm_eps: float
 
+    def __post_init__(self):
+        # The file stores eps as float32; holding that value keeps written and read configs equal.
+        object.__setattr__(self, "layer_norm_eps", float(np.float32(self.layer_norm_eps)))
+
     @property
     def head_size(self):
         return self.hidden_size // self.num_attention_heads

@@ -1,0 +1,68 @@
+"""Shared setup for the Python tests: the scripts folder on the path, and small random models."""
+
+import os
+import struct
+import sys
+import zlib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+import torch  # noqa: E402
+
+import make_random_model  # noqa: E402
+
+# Leave the second core to the other jobs on the machine.
+torch.set_num_threads(1)
+
+# Header offsets as model_data/README.md lists them, typed here rather than taken from
+# scripts/modelfile.py, so the tests check the writer against the spec.
+OFF_VERSION = 8
+OFF_CONFIG = 16          # vocab, hidden, layers, heads, intermediate, positions, types: 7 x u32
+OFF_EPS = 44
+OFF_NUM_TENSORS = 48
+OFF_SECTIONS = 56        # name, provenance, vocabulary, table, data: 5 x (u64 offset, u64 bytes)
+OFF_FILE_SIZE = 136
+OFF_CRC = 144
+HEADER = 256
+ENTRY = 128
+
+
+def small_model(seed=0, layers=2, pooler=True, mlm_head=True):
+    """A random model of the tiny preset (real vocabulary), 2 layers by default."""
+    return make_random_model.make_model("tiny", seed, {"num_hidden_layers": layers},
+                                        with_pooler=pooler, with_mlm_head=mlm_head)
+
+
+def u32(buf, offset):
+    return struct.unpack_from("<I", buf, offset)[0]
+
+
+def u64(buf, offset):
+    return struct.unpack_from("<Q", buf, offset)[0]
+
+
+def section(buf, index):
+    """(offset, bytes) of section index: 0 name, 1 provenance, 2 vocabulary, 3 table, 4 data."""
+    return struct.unpack_from("<QQ", buf, OFF_SECTIONS + 16 * index)
+
+
+def table_entries(buf):
+    """[(name, dtype, shape, offset, bytes, group)] decoded at the README's entry offsets."""
+    table_offset, _ = section(buf, 3)
+    entries = []
+    for i in range(u32(buf, OFF_NUM_TENSORS)):
+        at = table_offset + i * ENTRY
+        name = bytes(buf[at:at + 64]).rstrip(b"\0").decode("utf-8")
+        ndim = u32(buf, at + 68)
+        shape = struct.unpack_from("<4I", buf, at + 72)[:ndim]
+        entries.append((name, u32(buf, at + 64), tuple(shape), u64(buf, at + 88),
+                        u64(buf, at + 96), u32(buf, at + 104)))
+    return entries
+
+
+def with_fixed_crc(buf):
+    """The bytes with the header CRC recomputed, so a test reaches the check after it."""
+    buf = bytearray(buf)
+    struct.pack_into("<I", buf, OFF_CRC, zlib.crc32(bytes(buf[HEADER:])) & 0xFFFFFFFF)
+    return bytes(buf)
