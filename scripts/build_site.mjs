@@ -1,0 +1,65 @@
+// Assembles what the page serves next to web/: copies the wasm engine from build/wasm into
+// web/engine/ and the model files from model_data/ into web/models/, and writes
+// web/models/manifest.json naming each with its size and sha256 (the JS engine's cache keys).
+// Usage: node scripts/build_site.mjs [--default NAME] [--model FILE.attn ...]
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const args = process.argv.slice(2);
+let defaultName = null;
+const extraModels = [];
+for (let i = 0; i < args.length; ++i) {
+  if (args[i] === '--default') defaultName = args[++i];
+  else if (args[i] === '--model') extraModels.push(resolve(args[++i]));
+  else {
+    console.error(`build_site: unknown argument ${args[i]}`);
+    process.exit(2);
+  }
+}
+
+const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
+const engineDir = join(root, 'web', 'engine');
+const modelsDir = join(root, 'web', 'models');
+mkdirSync(modelsDir, { recursive: true });
+
+const built = join(root, 'build', 'wasm');
+for (const file of ['attention_engine.js', 'attention_engine.wasm']) {
+  if (!existsSync(join(built, file))) {
+    console.error(`build_site: ${join(built, file)} is missing; run scripts/build.sh wasm first.`);
+    process.exit(1);
+  }
+  copyFileSync(join(built, file), join(engineDir, file));
+}
+const wasm = readFileSync(join(engineDir, 'attention_engine.wasm'));
+
+const modelFiles = [
+  ...readdirSync(join(root, 'model_data')).filter((f) => f.endsWith('.attn')).map((f) => join(root, 'model_data', f)),
+  ...extraModels,
+];
+const models = {};
+for (const path of modelFiles) {
+  const name = basename(path, '.attn');
+  const bytes = readFileSync(path);
+  copyFileSync(path, join(modelsDir, `${name}.attn`));
+  models[name] = { file: `${name}.attn`, bytes: bytes.length, sha256: sha256(bytes) };
+}
+const names = Object.keys(models);
+if (!names.length) {
+  console.error('build_site: no model file (*.attn) in model_data/ and none given with --model.');
+  process.exit(1);
+}
+const chosen = defaultName ?? (models['explainer-mini'] ? 'explainer-mini' : names[0]);
+if (!models[chosen]) {
+  console.error(`build_site: --default ${chosen} is not one of ${names.join(', ')}.`);
+  process.exit(2);
+}
+const manifest = {
+  default: chosen,
+  models,
+  engine: { glue: '../engine/attention_engine.js', wasm: '../engine/attention_engine.wasm', bytes: wasm.length, sha256: sha256(wasm) },
+};
+writeFileSync(join(modelsDir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+console.log(`build_site: engine ${wasm.length} bytes; models ${names.map((n) => `${n} (${models[n].bytes} bytes)`).join(', ')}; default ${chosen}`);
