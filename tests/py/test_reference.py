@@ -80,9 +80,9 @@ class ReferenceForwardTest(unittest.TestCase):
         weights = {k: torch.from_numpy(v) for k, v in model.tensors.items()}
         ids = reference_bert.random_ids(32, model.config.vocab_size, np.random.default_rng(0))
         _, attention = reference_bert.forward(dict(model.config.__dict__), weights, ids)
-        mean_max = attention.max(-1).mean(-1)  # (L, H)
-        self.assertGreater(mean_max.max(), 0.5)
-        self.assertLess(mean_max.min(), 0.3)
+        row_max = attention.max(-1)  # (L, H, n)
+        self.assertGreaterEqual((row_max > 0.5).mean(-1).max(), 0.25)
+        self.assertLess(row_max.mean(-1).min(), 0.3)  # and some heads stay broad
 
 
 class RolloutTest(unittest.TestCase):
