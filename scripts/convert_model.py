@@ -255,8 +255,10 @@ def check_tokenizer(hf_dir):
                 f"BERT tokenizer, so a cased model would get wrong token ids")
 
 
-def model_from_hf(hf_dir, name=None, source=None):
-    """(modelfile.Model, restored precision plan or None) from a Hugging Face folder."""
+def model_from_hf(hf_dir, name=None, source=None, extra_provenance=None):
+    """(modelfile.Model, restored precision plan or None) from a Hugging Face folder.
+    extra_provenance: a dict added to the provenance of a fresh conversion (training details,
+    licence)."""
     config_path = os.path.join(hf_dir, "config.json")
     if not os.path.exists(config_path):
         raise ConversionError(f"{hf_dir}: no config.json; is this a Hugging Face checkpoint "
@@ -310,6 +312,7 @@ def model_from_hf(hf_dir, name=None, source=None):
         }
         if dropped:
             record["dropped_tensors"] = dropped
+        record.update(extra_provenance or {})
         if recorded:
             # The weights changed since to-hf wrote this folder (fine-tuned, edited): the old
             # provenance describes an ancestor, not these weights.
@@ -323,7 +326,14 @@ def model_from_hf(hf_dir, name=None, source=None):
 # ---------------------------------------------------------------------------------------------
 
 def to_attn(args):
-    model, restored_plan = model_from_hf(args.hf_dir, name=args.name, source=args.source)
+    extra = None
+    if args.provenance:
+        with open(args.provenance, encoding="utf-8") as f:
+            extra = json.load(f)
+        if not isinstance(extra, dict):
+            raise ConversionError(f"{args.provenance}: provenance must be a JSON object")
+    model, restored_plan = model_from_hf(args.hf_dir, name=args.name, source=args.source,
+                                         extra_provenance=extra)
     plan = modelfile.parse_plan(args.precision) if args.precision else restored_plan
     data = modelfile.write(args.out, model, plan)
     print(f"wrote {args.out} ({len(data):,} bytes): {model.name}, "
@@ -333,8 +343,8 @@ def to_attn(args):
 def to_hf(args):
     model = modelfile.read(args.model_file)
     write_hf_folder(model, args.out_dir, use_safetensors=args.safetensors)
-    print(f"wrote {args.out_dir} ({'model.safetensors' if args.safetensors else 'pytorch_model.bin'}"
-          f"): {model.name}")
+    weights = "model.safetensors" if args.safetensors else "pytorch_model.bin"
+    print(f"wrote {args.out_dir} ({weights}): {model.name}")
 
 
 def main(argv=None):
@@ -348,6 +358,8 @@ def main(argv=None):
                    "@FILE (default f32, or the plan recorded by to-hf)")
     p.add_argument("--source", help="where the checkpoint came from, for the provenance "
                    "(default: the folder name)")
+    p.add_argument("--provenance", help="JSON file whose object is added to the provenance "
+                   "(corpus, training, licence)")
     p.set_defaults(run=to_attn)
     p = sub.add_parser("to-hf", help="model file -> Hugging Face folder")
     p.add_argument("model_file")

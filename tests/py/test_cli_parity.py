@@ -48,7 +48,8 @@ class CliParityTest(unittest.TestCase):
             weights = {k: torch.from_numpy(v) for k, v in decoded.tensors.items()}
             _, attention = reference_bert.forward(dict(decoded.config.__dict__), weights, ids)
             diff = np.abs(np.array(out["attention"]) - attention).max()
-            rollout_diff = np.abs(np.array(out["rollout"]) - reference_bert.rollout(attention)).max()
+            want_rollout = reference_bert.rollout(attention)
+            rollout_diff = np.abs(np.array(out["rollout"]) - want_rollout).max()
             print(f"\n  {label} {plan or 'f32'}: C++ vs reference attention max |diff| {diff:.2e},"
                   f" rollout {rollout_diff:.2e}", end="")
             self.assertLessEqual(diff, ATTENTION_TOLERANCE)

@@ -146,6 +146,18 @@ class FromHuggingFaceTest(TempDirTest):
         self.assertEqual(provenance["files"]["pytorch_model.bin"], convert_model.sha256_file(
             os.path.join(folder, "pytorch_model.bin")))
 
+    def test_extra_provenance_is_recorded(self):
+        model = small_model(seed=21)
+        folder = self.hf_folder(self.masked_lm_state(model))
+        extra = self.path("training.json")
+        with open(extra, "w") as f:
+            json.dump({"training": {"steps": 1000, "seed": 3}, "licence": "CC0"}, f)
+        self.convert("to-attn", folder, self.path("out.attn"), "--provenance", extra,
+                     "--source", "trained here")
+        provenance = json.loads(modelfile.read(self.path("out.attn")).provenance)
+        self.assertEqual(provenance["training"], {"steps": 1000, "seed": 3})
+        self.assertEqual((provenance["licence"], provenance["source"]), ("CC0", "trained here"))
+
     def test_safetensors_with_bert_model_names_converts(self):
         model = small_model(seed=22, pooler=False, mlm_head=False)
         state = {k: v for k, v in model.tensors.items()}

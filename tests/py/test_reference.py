@@ -15,7 +15,8 @@ TOLERANCE = 1e-12
 
 
 def torch_modules_forward(model, ids):
-    """BERT assembled from torch.nn building blocks, float64: (hidden (L+1,n,d), probs (L,H,n,n))."""
+    """BERT assembled from torch.nn building blocks in float64.
+    Returns (hidden (L+1, n, d), attention probs (L, H, n, n))."""
     c = model.config
     w = {k: torch.from_numpy(v).double() for k, v in model.tensors.items()}
     ids = torch.tensor(ids)
