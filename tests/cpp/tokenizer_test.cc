@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -15,6 +16,9 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace attn {
 namespace {
@@ -394,14 +398,19 @@ std::string ReadAll(const std::string& path) {
 }
 
 CliResult RunCli(const std::string& args, const std::string& stdin_text = "") {
+  // ctest runs tests in parallel processes: the files are named by process id.
   const std::string dir = std::string(ATTN_BINARY_DIR);
-  const std::string in = dir + "/tokenizer_test.in", out = dir + "/tokenizer_test.out",
-                    err = dir + "/tokenizer_test.err";
+  const std::string stem = dir + "/tokenizer_test." + std::to_string(getpid());
+  const std::string in = stem + ".in", out = stem + ".out", err = stem + ".err";
   std::ofstream(in, std::ios::binary) << stdin_text;
   const std::string command = dir + "/attention-cli tokenize " + args + " <" + in + " >" + out +
                               " 2>" + err;
   const int status = std::system(command.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadAll(out), ReadAll(err)};
+  CliResult result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadAll(out), ReadAll(err)};
+  std::remove(in.c_str());
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return result;
 }
 
 TEST(TokenizeCliTest, PlainJsonAndLines) {
@@ -442,11 +451,13 @@ TEST(TokenizeCliTest, ErrorsExitNonZeroWithAMessage) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("/nonexistent/vocab.txt"), std::string::npos) << r.err;
 
-  const std::string corrupt = std::string(ATTN_BINARY_DIR) + "/tokenizer_test_corrupt_vocab.txt";
+  const std::string corrupt =
+      std::string(ATTN_BINARY_DIR) + "/tokenizer_test_corrupt_vocab." + std::to_string(getpid());
   std::ofstream(corrupt, std::ios::binary) << "[PAD]\n[PAD]\n\xFF\n";
   r = RunCli("--vocab " + corrupt + " hello");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("corrupt"), std::string::npos) << r.err;
+  std::remove(corrupt.c_str());
 
   r = RunCli("hello");  // no vocabulary
   EXPECT_EQ(r.exit_code, 2);
