@@ -33,7 +33,7 @@ HELDOUT_FRACTION = 0.02
 PAGE_CHARS = 2500  # target size of a page of small items, about 500-700 tokens
 
 LICENCES = {
-    "dict-gcide": "GPL-3+ (GCIDE; derived from the public-domain 1913 Webster and WordNet 1.5)",
+    "dict-gcide": "GPL-2+ (GCIDE; derived from the public-domain 1913 Webster and WordNet 1.5)",
     "wordnet-base": "WordNet 3.0 licence (permissive, BSD-like; Princeton University)",
     "fortunes": "BSD (fortune-mod collection; quotations by their authors)",
     "bible-kjv-text": "Public domain (King James Version text)",
