@@ -459,6 +459,10 @@ TEST(TokenizeCliTest, ErrorsExitNonZeroWithAMessage) {
   EXPECT_NE(r.err.find("corrupt"), std::string::npos) << r.err;
   std::remove(corrupt.c_str());
 
+  r = RunCli("--model " + kVocabPath + " hello");  // not a model file
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_FALSE(r.err.empty());
+
   r = RunCli("hello");  // no vocabulary
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--vocab"), std::string::npos) << r.err;

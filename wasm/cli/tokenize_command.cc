@@ -20,11 +20,8 @@
 
 #include "cli/commands.h"
 #include "cli/json.h"
-#include "core/tokenizer.h"
-#if __has_include("core/model_file.h")
 #include "core/model_file.h"
-#define ATTN_HAVE_MODEL_FILE 1
-#endif
+#include "core/tokenizer.h"
 
 namespace attn::cli {
 namespace {
@@ -48,10 +45,6 @@ Status LoadTokenizer(const std::string& vocab_path, const std::string& model_pat
                      Tokenizer* tokenizer) {
   Vocab vocab;
   if (!model_path.empty()) {
-#ifndef ATTN_HAVE_MODEL_FILE
-    return Status::Error("--model is not supported yet (no model file reader in this build); "
-                         "use --vocab model_data/vocab.txt");
-#else
     std::unique_ptr<Model> model;
     Status status = Model::FromFile(model_path, &model);
     if (!status.ok()) return status;
@@ -60,7 +53,6 @@ Status LoadTokenizer(const std::string& vocab_path, const std::string& model_pat
       return Status::Error("model file '" + model_path + "' has a corrupt vocabulary: " +
                            status.message());
     }
-#endif
   } else {
     Status status = Vocab::FromFile(vocab_path, &vocab);
     if (!status.ok()) return status;
