@@ -16,7 +16,10 @@ namespace attn {
 // One token of the encoded sentence. start/end are Unicode code point offsets into the
 // input text (end exclusive); [CLS] and [SEP] added by the tokenizer have start = end = -1
 // and word = -1. word is the index of the whitespace/punctuation-split word the piece came
-// from, so WordPieces of one word share it.
+// from, so WordPieces of one word share it. A piece spans from the first to the last input
+// code point its characters came from (a code point that lowercasing or NFD expands may feed
+// several pieces); dropped characters (controls, stripped combining marks) belong to no
+// piece; an [UNK] spans its whole word. Invalid UTF-8 counts one code point per U+FFFD.
 struct Token {
   int32_t id = 0;
   std::string text;  // the vocabulary piece, e.g. "##ing"
