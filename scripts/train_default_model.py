@@ -238,6 +238,17 @@ def profile(args):
           f"{sum(n for _, n in times) / seconds:.0f} tokens/s (under the profiler)")
 
 
+def export_checkpoint(args):
+    """Writes the run's latest checkpoint as a Hugging Face folder (for evaluating a run that is
+    still going, or one that was stopped)."""
+    state = torch.load(os.path.join(args.runs, args.run, "checkpoint.pt"), map_location="cpu")
+    model = BertForMaskedLM(json.loads(state["args"].get("model_config", "{}")))
+    model.load_state_dict(state["model"])
+    save_hf_folder(model, args.export, args.vocab)
+    print(f"wrote {args.export} from step {state['step']} "
+          f"({state['train_seconds'] / 60:.1f} training minutes)")
+
+
 def train(args):
     run_dir = os.path.join(args.runs, args.run)
     os.makedirs(run_dir, exist_ok=True)
@@ -343,6 +354,8 @@ def main():
     p.add_argument("--model-config", default="{}",
                    help="JSON overrides of the model config (tests use a smaller model)")
     p.add_argument("--max-steps", type=int, default=0, help="stop early (tests)")
+    p.add_argument("--export", metavar="DIR",
+                   help="write the run's latest checkpoint as a Hugging Face folder and exit")
     p.add_argument("--profile", type=int, default=0, help="profile this many steps and exit")
     p.add_argument("--model-name", default="attention-explainer-bert-mini-shaped (trained here; "
                                            "not prajjwal1/bert-mini)")
@@ -352,6 +365,8 @@ def main():
     torch.set_flush_denormal(True)
     if args.profile:
         profile(args)
+    elif args.export:
+        export_checkpoint(args)
     else:
         train(args)
 

@@ -119,6 +119,11 @@ class TrainSmokeTest(unittest.TestCase):
         with open(os.path.join(split, "log.txt"), encoding="utf-8") as f:
             self.assertIn("at step 6\n", f.read())
         self.assertEqual(self.losses(split), self.losses(straight))
+        # --export writes the last checkpoint as a folder: here the same weights as the final one.
+        exported = os.path.join(self.tmp, "exported")
+        self.train("split", "--export", exported)
+        c = torch.load(os.path.join(exported, "pytorch_model.bin"))
+        self.assertTrue(all(torch.equal(b[k], c[k]) for k in b))
 
     def test_output_folder_has_hf_layout(self):
         run = self.train("layout", "--schedule-steps", "4")
