@@ -36,15 +36,30 @@ void SelfAttention(const LayerWeights& w, const ConstMatrixMap& x, int32_t heads
 
 void LayerNorm(Eigen::Ref<RowMajorMatrix> x, const Eigen::Ref<const Eigen::VectorXf>& gamma,
                const Eigen::Ref<const Eigen::VectorXf>& beta, float eps) {
+  AddLayerNorm(x, RowMajorMatrix(), gamma, beta, eps);
+}
+
+void AddLayerNorm(Eigen::Ref<RowMajorMatrix> x, const Eigen::Ref<const RowMajorMatrix>& residual,
+                  const Eigen::Ref<const Eigen::VectorXf>& gamma,
+                  const Eigen::Ref<const Eigen::VectorXf>& beta, float eps) {
   const Index d = x.cols();
+  const bool add = residual.size() != 0;
+  // The sum and the statistics in double: rounding the sum to float first, then dividing by a
+  // small standard deviation, would cost most of the parity budget in deep, peaky models.
   for (Index i = 0; i < x.rows(); ++i) {
-    auto row = x.row(i);
-    // Statistics in double so that rounding stays well under the parity tolerance.
-    const double mean = row.cast<double>().sum() / static_cast<double>(d);
-    const double variance = (row.cast<double>().array() - mean).square().sum() / static_cast<double>(d);
-    const auto inv_std = static_cast<float>(1.0 / std::sqrt(variance + static_cast<double>(eps)));
-    row = ((row.array() - static_cast<float>(mean)) * inv_std) * gamma.transpose().array() +
-          beta.transpose().array();
+    float* row = x.row(i).data();
+    const float* res = add ? residual.row(i).data() : nullptr;
+    auto value = [&](Index j) { return double{row[j]} + (add ? double{res[j]} : 0.0); };
+    double mean = 0;
+    for (Index j = 0; j < d; ++j) mean += value(j);
+    mean /= static_cast<double>(d);
+    double variance = 0;
+    for (Index j = 0; j < d; ++j) variance += (value(j) - mean) * (value(j) - mean);
+    variance /= static_cast<double>(d);
+    const double inv_std = 1.0 / std::sqrt(variance + static_cast<double>(eps));
+    for (Index j = 0; j < d; ++j) {
+      row[j] = static_cast<float>((value(j) - mean) * inv_std * gamma(j) + beta(j));
+    }
   }
 }
 
@@ -150,16 +165,14 @@ Status Encoder::Forward(const std::vector<int32_t>& ids, Activations* out) {
                   a.attention_probs.data() + l * H * n * n, context_);
     attention_out_.noalias() = context_ * lw.attention_output_weight.transpose();
     attention_out_.rowwise() += lw.attention_output_bias.transpose();
-    attention_out_ += x;
-    LayerNorm(attention_out_, lw.attention_output_norm_weight, lw.attention_output_norm_bias,
-              c.layer_norm_eps);
+    AddLayerNorm(attention_out_, x, lw.attention_output_norm_weight, lw.attention_output_norm_bias,
+                 c.layer_norm_eps);
     intermediate_.noalias() = attention_out_ * lw.intermediate_weight.transpose();
     intermediate_.rowwise() += lw.intermediate_bias.transpose();
     Gelu(intermediate_.data(), static_cast<size_t>(intermediate_.size()));
     y.noalias() = intermediate_ * lw.output_weight.transpose();
     y.rowwise() += lw.output_bias.transpose();
-    y += attention_out_;
-    LayerNorm(y, lw.output_norm_weight, lw.output_norm_bias, c.layer_norm_eps);
+    AddLayerNorm(y, attention_out_, lw.output_norm_weight, lw.output_norm_bias, c.layer_norm_eps);
   }
   return Status::Ok();
 }

@@ -20,6 +20,10 @@ using MatrixMap = Eigen::Map<RowMajorMatrix>;
 // Each row of x (n, d) becomes (x - mean) / sqrt(biased variance + eps) * gamma + beta.
 void LayerNorm(Eigen::Ref<RowMajorMatrix> x, const Eigen::Ref<const Eigen::VectorXf>& gamma,
                const Eigen::Ref<const Eigen::VectorXf>& beta, float eps);
+// x = LayerNorm(x + residual), both (n, d), the sum taken in double.
+void AddLayerNorm(Eigen::Ref<RowMajorMatrix> x, const Eigen::Ref<const RowMajorMatrix>& residual,
+                  const Eigen::Ref<const Eigen::VectorXf>& gamma,
+                  const Eigen::Ref<const Eigen::VectorXf>& beta, float eps);
 // Each row of scores (n, n) becomes exp(s - max) / sum exp(s - max).
 void SoftmaxRows(Eigen::Ref<RowMajorMatrix> scores);
 // The exact (erf) GELU, in place: 0.5 x (1 + erf(x / sqrt 2)).

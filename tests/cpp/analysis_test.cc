@@ -1,0 +1,257 @@
+// Tests of the analysis: row statistics, head average and rollout on matrices worked out by
+// hand, and head-profile labels on synthetic heads built to be each kind.
+#include "core/analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#define EXPECT_HAS(haystack, needle) EXPECT_PRED_FORMAT2(::testing::IsSubstring, needle, haystack)
+
+namespace attn {
+namespace {
+
+TEST(RowStatsTest, HandWorkedRow) {
+  const float row[] = {0.25f, 0.5f, 0.25f};
+  const RowStats s = ComputeRowStats(row, 3);
+  EXPECT_EQ(s.max, 0.5f);
+  EXPECT_EQ(s.argmax, 1);
+  EXPECT_FLOAT_EQ(s.ratio_to_uniform, 1.5f);
+  // -(0.5 ln 0.5 + 2 x 0.25 ln 0.25) = 0.5 ln 2 + ln 2 = 1.5 ln 2 = 1.0397208
+  EXPECT_NEAR(s.entropy, 1.0397208f, 1e-6);
+  EXPECT_NEAR(s.normalized_entropy, 1.0397208 / std::log(3.0), 1e-6);
+  EXPECT_FLOAT_EQ(s.sum, 1.0f);
+}
+
+TEST(RowStatsTest, UniformOneHotAndSingleToken) {
+  const float uniform[] = {0.25f, 0.25f, 0.25f, 0.25f};
+  RowStats s = ComputeRowStats(uniform, 4);
+  EXPECT_FLOAT_EQ(s.ratio_to_uniform, 1.0f);
+  EXPECT_NEAR(s.normalized_entropy, 1.0f, 1e-6);
+  EXPECT_EQ(s.argmax, 0);  // first of equal maxima
+  const float one_hot[] = {0.0f, 0.0f, 1.0f};
+  s = ComputeRowStats(one_hot, 3);
+  EXPECT_EQ(s.argmax, 2);
+  EXPECT_FLOAT_EQ(s.ratio_to_uniform, 3.0f);
+  EXPECT_EQ(s.entropy, 0.0f);  // 0 log 0 counts as 0
+  const float single[] = {1.0f};
+  s = ComputeRowStats(single, 1);
+  EXPECT_EQ(s.entropy, 0.0f);
+  EXPECT_EQ(s.normalized_entropy, 0.0f);
+  EXPECT_EQ(s.ratio_to_uniform, 1.0f);
+  const float short_row[] = {0.3f, 0.3f};
+  EXPECT_NEAR(ComputeRowStats(short_row, 2).sum, 0.6f, 1e-7);  // a row that does not sum to 1 shows it
+}
+
+// Synthetic activations: L layers, H heads, n tokens, with attention given per (l, h).
+Activations MakeActivations(int L, int H, int n) {
+  Activations a;
+  a.layers = L;
+  a.heads = H;
+  a.tokens = n;
+  a.hidden = H;
+  a.attention_probs.assign(static_cast<size_t>(L * H * n * n), 0.0f);
+  return a;
+}
+void SetHead(Activations* a, int l, int h, const std::vector<float>& values) {
+  const size_t nn = static_cast<size_t>(a->tokens) * a->tokens;
+  ASSERT_EQ(values.size(), nn);
+  std::copy(values.begin(), values.end(), a->attention_probs.begin() + static_cast<long>((l * a->heads + h) * nn));
+}
+
+TEST(HeadAverageTest, MeanOverHeads) {
+  Activations a = MakeActivations(1, 2, 2);
+  SetHead(&a, 0, 0, {1, 0, 0.5f, 0.5f});
+  SetHead(&a, 0, 1, {0, 1, 0.1f, 0.9f});
+  const RowMajorMatrix avg = HeadAverage(a, 0);
+  EXPECT_FLOAT_EQ(avg(0, 0), 0.5f);
+  EXPECT_FLOAT_EQ(avg(0, 1), 0.5f);
+  EXPECT_FLOAT_EQ(avg(1, 0), 0.3f);
+  EXPECT_FLOAT_EQ(avg(1, 1), 0.7f);
+}
+
+TEST(RolloutTest, TwoLayersByHand) {
+  // A0 = [[1, 0], [0.5, 0.5]] -> A0' = 0.5 I + 0.5 A0 = [[1, 0], [0.25, 0.75]]
+  // A1 = [[0.2, 0.8], [0.6, 0.4]] -> A1' = [[0.6, 0.4], [0.3, 0.7]]
+  // R = A1' A0' = [[0.6 + 0.1, 0.3], [0.3 + 0.175, 0.525]] = [[0.7, 0.3], [0.475, 0.525]]
+  RowMajorMatrix a0(2, 2), a1(2, 2);
+  a0 << 1, 0, 0.5f, 0.5f;
+  a1 << 0.2f, 0.8f, 0.6f, 0.4f;
+  const RowMajorMatrix r = Rollout({a0, a1}, 0.5);
+  EXPECT_NEAR(r(0, 0), 0.7f, 1e-7);
+  EXPECT_NEAR(r(0, 1), 0.3f, 1e-7);
+  EXPECT_NEAR(r(1, 0), 0.475f, 1e-7);
+  EXPECT_NEAR(r(1, 1), 0.525f, 1e-7);
+  // The order matters: A0' A1' = [[0.6, 0.4], [0.375, 0.625]] would be the wrong answer.
+  const RowMajorMatrix swapped = Rollout({a1, a0}, 0.5);
+  EXPECT_NEAR(swapped(1, 0), 0.375f, 1e-7);
+}
+
+TEST(RolloutTest, ResidualWeightExtremesAndRenormalisation) {
+  RowMajorMatrix a0(2, 2), a1(2, 2);
+  a0 << 1, 0, 0.5f, 0.5f;
+  a1 << 0.2f, 0.8f, 0.6f, 0.4f;
+  // r = 0: the plain product A1 A0 = [[0.2 + 0.4, 0.4], [0.6 + 0.2, 0.2]].
+  RowMajorMatrix r = Rollout({a0, a1}, 0.0);
+  EXPECT_NEAR(r(0, 0), 0.6f, 1e-7);
+  EXPECT_NEAR(r(0, 1), 0.4f, 1e-7);
+  EXPECT_NEAR(r(1, 0), 0.8f, 1e-7);
+  EXPECT_NEAR(r(1, 1), 0.2f, 1e-7);
+  // r = 1: the identity.
+  r = Rollout({a0, a1}, 1.0);
+  EXPECT_TRUE(r.isApprox(RowMajorMatrix::Identity(2, 2)));
+  // Rows that do not sum to 1 are renormalised: [[2, 2], [0, 4]] with r = 0 -> [[.5, .5], [0, 1]].
+  RowMajorMatrix unnormalised(2, 2);
+  unnormalised << 2, 2, 0, 4;
+  r = Rollout({unnormalised}, 0.0);
+  EXPECT_NEAR(r(0, 0), 0.5f, 1e-7);
+  EXPECT_NEAR(r(1, 1), 1.0f, 1e-7);
+}
+
+TEST(RolloutTest, FromActivationsAveragesHeadsFirst) {
+  Activations a = MakeActivations(2, 2, 2);
+  // Layer 0 heads average to A0 above, layer 1 heads to A1 above.
+  SetHead(&a, 0, 0, {1, 0, 1, 0});
+  SetHead(&a, 0, 1, {1, 0, 0, 1});
+  SetHead(&a, 1, 0, {0.4f, 0.6f, 0.6f, 0.4f});
+  SetHead(&a, 1, 1, {0, 1, 0.6f, 0.4f});
+  const RowMajorMatrix r = Rollout(a);
+  EXPECT_NEAR(r(0, 0), 0.7f, 1e-7);
+  EXPECT_NEAR(r(1, 0), 0.475f, 1e-7);
+  EXPECT_NEAR(r(1, 1), 0.525f, 1e-7);
+  for (int i = 0; i < 2; ++i) EXPECT_NEAR(r.row(i).sum(), 1.0f, 1e-6);
+}
+
+// Heads over the sentence "[CLS] a b . [SEP]" (n = 5), each row one-hot at the given column.
+std::vector<float> OneHotRows(const std::vector<int>& argmax) {
+  const size_t n = argmax.size();
+  std::vector<float> m(n * n, 0.0f);
+  for (size_t i = 0; i < n; ++i) m[i * n + static_cast<size_t>(argmax[i])] = 1.0f;
+  return m;
+}
+const std::vector<TokenRole> kRoles = {TokenRole::kCls, TokenRole::kOrdinary, TokenRole::kOrdinary,
+                                       TokenRole::kPunctuation, TokenRole::kSep};
+
+HeadProfile Profile(const std::vector<float>& attention) {
+  HeadProfile p;
+  EXPECT_TRUE(p.Add(attention.data(), 5, kRoles).ok());
+  return p;
+}
+
+TEST(HeadProfileTest, LabelsEachKindOfHead) {
+  // Previous token: rows 1-4 look at i - 1 (row 0 at itself): 4/5.
+  HeadProfile p = Profile(OneHotRows({0, 0, 1, 2, 3}));
+  EXPECT_DOUBLE_EQ(p.Fraction(p.previous_token), 0.8);
+  EXPECT_DOUBLE_EQ(p.Fraction(p.self), 0.2);
+  EXPECT_EQ(p.Label(), HeadLabel::kPreviousToken);
+  // Next token: 4/5.
+  p = Profile(OneHotRows({1, 2, 3, 4, 4}));
+  EXPECT_DOUBLE_EQ(p.Fraction(p.next_token), 0.8);
+  EXPECT_EQ(p.Label(), HeadLabel::kNextToken);
+  // Sink: all on [CLS] (row 1 also counts as previous, row 0 as self).
+  p = Profile(OneHotRows({0, 0, 0, 0, 0}));
+  EXPECT_DOUBLE_EQ(p.Fraction(p.cls), 1.0);
+  EXPECT_DOUBLE_EQ(p.Fraction(p.previous_token), 0.2);
+  EXPECT_EQ(p.Label(), HeadLabel::kSink);
+  // [SEP] sink counts the same way.
+  p = Profile(OneHotRows({4, 4, 4, 0, 4}));
+  EXPECT_DOUBLE_EQ(p.Fraction(p.sep), 0.8);
+  EXPECT_EQ(p.Label(), HeadLabel::kSink);
+  // Self.
+  p = Profile(OneHotRows({0, 1, 2, 3, 4}));
+  EXPECT_DOUBLE_EQ(p.Fraction(p.self), 1.0);
+  EXPECT_EQ(p.Label(), HeadLabel::kSelf);
+  // Punctuation: every row on the '.'.
+  p = Profile(OneHotRows({3, 3, 3, 3, 3}));
+  EXPECT_DOUBLE_EQ(p.Fraction(p.punctuation), 1.0);
+  EXPECT_EQ(p.Label(), HeadLabel::kPunctuation);
+  EXPECT_DOUBLE_EQ(p.mean_ratio_to_uniform(), 5.0);
+  EXPECT_DOUBLE_EQ(p.mean_entropy(), 0.0);
+  // Mixed: no category reaches half of the rows (2, 4, 0, 1, 3: prev 1/5, cls 1/5, sep 1/5...).
+  p = Profile(OneHotRows({2, 4, 0, 1, 3}));
+  EXPECT_LT(p.Fraction(p.previous_token), 0.5);
+  EXPECT_EQ(p.Label(), HeadLabel::kMixed);
+  // Broad: uniform rows, whose argmax (position 0) would otherwise read as a [CLS] sink.
+  p = Profile(std::vector<float>(25, 0.2f));
+  EXPECT_NEAR(p.mean_normalized_entropy(), 1.0, 1e-6);
+  EXPECT_NEAR(p.mean_ratio_to_uniform(), 1.0, 1e-6);
+  EXPECT_EQ(p.Label(), HeadLabel::kBroad);
+}
+
+TEST(HeadProfileTest, ThresholdsAndTies) {
+  // Exactly half the rows previous-token, the rest scattered: labelled (>= 0.5).
+  HeadProfile p;
+  const std::vector<TokenRole> roles(4, TokenRole::kOrdinary);
+  const std::vector<float> half = {0, 0, 1, 0,   // row 0 -> 2
+                                   1, 0, 0, 0,   // row 1 -> 0 (previous)
+                                   0, 0, 0, 1,   // row 2 -> 3 (next)
+                                   0, 0, 1, 0};  // row 3 -> 2 (previous)
+  ASSERT_TRUE(p.Add(half.data(), 4, roles).ok());
+  EXPECT_DOUBLE_EQ(p.Fraction(p.previous_token), 0.5);
+  EXPECT_EQ(p.Label(), HeadLabel::kPreviousToken);
+  // A tie between next-token (2/4) and self (2/4) goes to the earlier one, next-token.
+  HeadProfile tie2;
+  const std::vector<float> rows2 = {0, 1, 0, 0,   // row 0 next
+                                    0, 0, 1, 0,   // row 1 next
+                                    0, 0, 1, 0,   // row 2 self
+                                    0, 0, 0, 1};  // row 3 self
+  ASSERT_TRUE(tie2.Add(rows2.data(), 4, roles).ok());
+  EXPECT_DOUBLE_EQ(tie2.Fraction(tie2.next_token), 0.5);
+  EXPECT_DOUBLE_EQ(tie2.Fraction(tie2.self), 0.5);
+  EXPECT_EQ(tie2.Label(), HeadLabel::kNextToken);
+  EXPECT_STREQ(HeadLabelName(tie2.Label()), "next-token");
+  EXPECT_STREQ(HeadLabelName(HeadLabel::kSink), "[CLS]/[SEP] sink");
+}
+
+TEST(HeadProfileTest, AggregatesOverSentences) {
+  // Sentence 1 (n = 5): a previous-token head, 4 of 5 rows. Sentence 2 (n = 3): self, 0 of 3
+  // previous. Together 4 of 8 rows = 0.5, still labelled previous-token; self 1 + 3 = 4 of 8 ties
+  // and loses to the earlier category.
+  Activations a = MakeActivations(1, 1, 5);
+  SetHead(&a, 0, 0, OneHotRows({0, 0, 1, 2, 3}));
+  std::vector<HeadProfile> profiles;
+  ASSERT_TRUE(AccumulateHeadProfiles(a, kRoles, &profiles).ok());
+  ASSERT_EQ(profiles.size(), 1u);
+  Activations b = MakeActivations(1, 1, 3);
+  SetHead(&b, 0, 0, OneHotRows({0, 1, 2}));
+  const std::vector<TokenRole> roles_b = {TokenRole::kCls, TokenRole::kOrdinary, TokenRole::kSep};
+  ASSERT_TRUE(AccumulateHeadProfiles(b, roles_b, &profiles).ok());
+  const HeadProfile& p = profiles[0];
+  EXPECT_EQ(p.rows, 8);
+  EXPECT_EQ(p.previous_token, 4);
+  EXPECT_EQ(p.self, 4);
+  EXPECT_EQ(p.cls, 2 + 1);  // rows 0, 1 of sentence 1 and row 0 of sentence 2
+  EXPECT_EQ(p.sep, 1);
+  EXPECT_EQ(p.Label(), HeadLabel::kPreviousToken);
+
+  // Mismatched inputs are errors, not crashes.
+  Status status = AccumulateHeadProfiles(a, roles_b, &profiles);
+  EXPECT_FALSE(status.ok());
+  EXPECT_HAS(status.message(), "got 3 token roles for 5 tokens");
+  Activations other = MakeActivations(2, 1, 3);
+  status = AccumulateHeadProfiles(other, roles_b, &profiles);
+  EXPECT_FALSE(status.ok());
+  EXPECT_HAS(status.message(), "got 1 profiles, expected 2");
+}
+
+TEST(TokenRolesTest, SpecialAndPunctuationTokens) {
+  Vocab vocab;
+  ASSERT_TRUE(Vocab::FromText("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n,\n\xe2\x80\x94\n##s\n", &vocab).ok());
+  Tokenizer tokenizer;
+  ASSERT_TRUE(Tokenizer::Create(std::move(vocab), &tokenizer).ok());
+  std::vector<Token> tokens(6);
+  tokens[0].id = 2, tokens[0].text = "[CLS]";
+  tokens[1].id = 5, tokens[1].text = "hello";
+  tokens[2].id = 6, tokens[2].text = ",";
+  tokens[3].id = 7, tokens[3].text = "\xe2\x80\x94";  // em dash, category Pd
+  tokens[4].id = 8, tokens[4].text = "##s";
+  tokens[5].id = 3, tokens[5].text = "[SEP]";
+  const std::vector<TokenRole> roles = TokenRoles(tokens, tokenizer);
+  const std::vector<TokenRole> want = {TokenRole::kCls, TokenRole::kOrdinary, TokenRole::kPunctuation,
+                                       TokenRole::kPunctuation, TokenRole::kOrdinary, TokenRole::kSep};
+  EXPECT_EQ(roles, want);
+}
+
+}  // namespace
+}  // namespace attn
