@@ -2,7 +2,10 @@
 #include "core/analysis.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
+
+#include <Eigen/Core>
 
 #include "core/unicode.h"
 
@@ -11,21 +14,17 @@ namespace attn {
 RowStats ComputeRowStats(const float* row, int32_t n) {
   RowStats stats;
   if (n <= 0) return stats;
-  double sum = 0, entropy = 0;
-  stats.max = row[0];
-  for (int32_t j = 0; j < n; ++j) {
-    const double p = row[j];
-    sum += p;
-    if (p > 0) entropy -= p * std::log(p);
-    if (row[j] > stats.max) {
-      stats.max = row[j];
-      stats.argmax = j;
-    }
-  }
-  stats.sum = static_cast<float>(sum);
+  const Eigen::Map<const Eigen::ArrayXf> p(row, n);  // (n)
+  Eigen::Index argmax = 0;
+  stats.max = p.maxCoeff(&argmax);
+  stats.argmax = static_cast<int32_t>(argmax);
+  // The sum in double, so that it shows the row's own deviation from 1, not this sum's.
+  stats.sum = static_cast<float>(p.cast<double>().sum());
   stats.ratio_to_uniform = stats.max * static_cast<float>(n);
-  stats.entropy = static_cast<float>(entropy);
-  stats.normalized_entropy = n > 1 ? static_cast<float>(entropy / std::log(static_cast<double>(n))) : 0.0f;
+  // 0 log 0 = 0: clamping p to the smallest normal float keeps log finite and the product 0.
+  stats.entropy = -(p * p.max(std::numeric_limits<float>::min()).log()).sum();
+  stats.normalized_entropy =
+      n > 1 ? static_cast<float>(stats.entropy / std::log(static_cast<double>(n))) : 0.0f;
   return stats;
 }
 
@@ -40,24 +39,29 @@ std::vector<RowStats> ComputeRowStats(const Activations& activations, int32_t la
 
 RowMajorMatrix HeadAverage(const Activations& activations, int32_t layer) {
   const int32_t n = activations.tokens;
-  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> sum =
-      Eigen::MatrixXd::Zero(n, n);
-  for (int32_t h = 0; h < activations.heads; ++h) sum += activations.Attention(layer, h).cast<double>();
-  return (sum / activations.heads).cast<float>();
+  RowMajorMatrix sum = RowMajorMatrix::Zero(n, n);
+  for (int32_t h = 0; h < activations.heads; ++h) sum += activations.Attention(layer, h);
+  return sum / static_cast<float>(activations.heads);
 }
 
 RowMajorMatrix Rollout(const std::vector<RowMajorMatrix>& head_averaged, double residual_weight) {
-  using MatrixD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   if (head_averaged.empty()) return RowMajorMatrix();
   const Eigen::Index n = head_averaged[0].rows();
-  MatrixD rollout = MatrixD::Identity(n, n);
+  const auto r = static_cast<float>(residual_weight);
+  // Float products of row-stochastic matrices stay within about 1e-7 of exact for n <= 512
+  // (checked against the float64 reference in parity_test), at a quarter of double's cost.
+  RowMajorMatrix rollout = RowMajorMatrix::Identity(n, n);
+  RowMajorMatrix mixed(n, n), product(n, n);
   for (const RowMajorMatrix& attention : head_averaged) {
-    MatrixD mixed = residual_weight * MatrixD::Identity(n, n) +
-                    (1.0 - residual_weight) * attention.cast<double>();
-    for (Eigen::Index i = 0; i < n; ++i) mixed.row(i) /= mixed.row(i).sum();
-    rollout = (mixed * rollout).eval();
+    mixed = (1.0f - r) * attention;
+    mixed.diagonal().array() += r;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      mixed.row(i) *= static_cast<float>(1.0 / mixed.row(i).cast<double>().sum());
+    }
+    product.noalias() = mixed * rollout;
+    rollout.swap(product);
   }
-  return rollout.cast<float>();
+  return rollout;
 }
 
 RowMajorMatrix Rollout(const Activations& activations, double residual_weight) {

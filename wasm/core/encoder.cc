@@ -5,6 +5,8 @@
 #include <cmath>
 #include <string>
 
+#include <unsupported/Eigen/SpecialFunctions>
+
 namespace attn {
 namespace {
 
@@ -75,11 +77,10 @@ void SoftmaxRows(Eigen::Ref<RowMajorMatrix> scores) {
 }
 
 void Gelu(float* values, size_t count) {
-  constexpr float kInvSqrt2 = 0.70710678118654752440f;
-  for (size_t i = 0; i < count; ++i) {
-    const float x = values[i];
-    values[i] = 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
-  }
+  // Eigen's vectorised erf (within a few float ulps of the exact value) is some 30 times
+  // faster than calling std::erf per element, which cost more than the GEMM before it.
+  Eigen::Map<Eigen::ArrayXf> x(values, static_cast<Index>(count));
+  x = 0.5f * x * (1.0f + (x * 0.70710678118654752440f).erf());
 }
 
 ConstMatrixMap Activations::HiddenState(int32_t index) const {
