@@ -1,0 +1,367 @@
+// The article page in Debian's Chromium (driven by npm playwright-core): loading with progress,
+// the button that opens the instrument, every displayed row against the engine's own numbers,
+// switching heads, typing, the softmax lab, hostile text, a phone-sized viewport, a broken
+// model URL, and screenshots in test-artifacts/. Needs the assembled site:
+//   node scripts/build_site.mjs   (writes web/models/ and, with the CLI built, web/examples/)
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const require = createRequire(import.meta.url);
+const { chromium } = require('playwright-core');
+const httpServer = require('http-server');
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const web = join(root, 'web');
+const artifacts = join(root, 'test-artifacts');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+// Headless flags from FACTS.md: without the networking ones Chromium keeps trying to go online.
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ROW_SUM_TOLERANCE = 1e-6;  // DESIGN.md: every row the page shows sums to 1 within 1e-6
+const LOAD_TIMEOUT_MS = 60000;
+
+const manifestPath = join(web, 'models', 'manifest.json');
+const PRESETS_SOURCE = readFileSync(join(web, 'state.js'), 'utf8');
+
+let server;
+let baseUrl;
+let browser;
+
+before(async () => {
+  assert.ok(existsSync(manifestPath), `${manifestPath} is missing: run node scripts/build_site.mjs first.`);
+  assert.ok(existsSync(join(web, 'engine', 'attention_engine.wasm')), 'web/engine/attention_engine.wasm is missing: run node scripts/build_site.mjs first.');
+  mkdirSync(artifacts, { recursive: true });
+  server = httpServer.createServer({ root: web, cache: -1, cors: true, showDir: false, logFn: () => {} });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+// A fresh context per test: its own Cache API, so every test downloads the model afresh.
+async function openPage({ viewport = { width: 1280, height: 900 }, path = '', colorScheme = 'light', throttleBytesPerSecond = 0 } = {}) {
+  const context = await browser.newContext({ viewport, colorScheme });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  if (throttleBytesPerSecond) {
+    const cdp = await context.newCDPSession(page);
+    await cdp.send('Network.enable');
+    await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: throttleBytesPerSecond, uploadThroughput: -1 });
+  }
+  // Records what the loader says as it changes, so the test sees the progress it went through.
+  await page.addInitScript(() => {
+    window.__progress = [];
+    addEventListener('DOMContentLoaded', () => {
+      const bar = document.getElementById('progress');
+      const text = document.getElementById('progress-text');
+      const open = document.getElementById('open');
+      const record = () => window.__progress.push({ percent: Number(bar.dataset.percent ?? bar.value), text: text.textContent, openVisible: !open.hidden });
+      new MutationObserver(record).observe(document.getElementById('loader'), { subtree: true, childList: true, attributes: true, characterData: true });
+    });
+  });
+  await page.goto(baseUrl + path);
+  return { page, context, errors };
+}
+
+async function openInstrument(page) {
+  await page.locator('#open').waitFor({ state: 'visible', timeout: LOAD_TIMEOUT_MS });
+  await page.click('#open');
+  await page.locator('attention-instrument .status[data-mode="live"]').waitFor();
+}
+
+// The engine's own row for (sentence, layer, head, token), from the page's shared engine.
+async function engineRow(page, { sentence, layer, head, token }) {
+  return page.evaluate(async (args) => {
+    const engine = await import('/engine/engine.js');
+    const result = (await engine.getEngine()).analyze(args.sentence);
+    return Array.from(engine.attentionRow(result, args.layer, args.head, args.token), String);
+  }, { sentence, layer, head, token });
+}
+
+async function engineTokens(page, sentence) {
+  return page.evaluate(async (text) => {
+    const engine = await import('/engine/engine.js');
+    return (await engine.getEngine()).analyze(text).tokens.map((t) => t.text);
+  }, sentence);
+}
+
+// What the instrument's row chart shows: its selection and every bar's full-precision value.
+async function displayedRow(page) {
+  return page.locator('attention-instrument table.bars').evaluate((table) => ({
+    sentence: table.dataset.sentence,
+    layer: Number(table.dataset.layer),
+    head: Number(table.dataset.head),
+    token: Number(table.dataset.token),
+    values: [...table.querySelectorAll('tbody tr')].map((tr) => tr.dataset.value),
+    sumText: table.getRootNode().querySelector('.row-sum').textContent,
+  }));
+}
+
+async function typeSentence(page, sentence) {
+  const input = page.locator('attention-instrument input#sentence');
+  await input.fill(sentence);
+  await input.press('Enter');
+  await page.waitForFunction((text) => document.querySelector('attention-instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, sentence);
+}
+
+async function checkDisplayedAgainstEngine(page, expected) {
+  const shown = await displayedRow(page);
+  assert.equal(shown.sentence, expected.sentence);
+  if (expected.token !== undefined) assert.equal(shown.token, expected.token);
+  const sum = shown.values.reduce((a, v) => a + Number(v), 0);
+  assert.ok(Math.abs(sum - 1) <= ROW_SUM_TOLERANCE, `row of token ${shown.token} (layer ${shown.layer}, head ${shown.head}) sums to ${sum}`);
+  assert.equal(shown.sumText, sum.toFixed(6));
+  assert.deepEqual(shown.values, await engineRow(page, shown));
+  return shown;
+}
+
+function presets() {
+  const block = PRESETS_SOURCE.slice(PRESETS_SOURCE.indexOf('PRESETS = ['), PRESETS_SOURCE.indexOf('];'));
+  return [...block.matchAll(/'([^']+)'/g)].map((m) => m[1]);
+}
+
+async function resourceBytes(page) {
+  return page.evaluate(() => performance.getEntriesByType('resource').concat(performance.getEntriesByType('navigation'))
+    .reduce((a, e) => a + (e.transferSize || e.encodedBodySize || 0), 0));
+}
+
+async function marks(page) {
+  return page.evaluate(() => Object.fromEntries(performance.getEntriesByType('mark').map((m) => [m.name, Math.round(m.startTime)])));
+}
+
+// Page positions of the section headings: equal before and after the live figures arrive
+// means the swap moved nothing.
+async function headingTops(page) {
+  return page.$$eval('main h2', (hs) => hs.map((h) => Math.round(h.getBoundingClientRect().top + scrollY)));
+}
+
+describe('article page', { timeout: 240000 }, () => {
+  test('loads with progress to 100%, then the button opens the instrument without moving the page', async () => {
+    // Throttled so that the download takes long enough to show progress on the way.
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
+    const totalBytes = manifest.engine.bytes + manifest.models[manifest.default].bytes;
+    const { page, context, errors } = await openPage({ throttleBytesPerSecond: Math.max(4e6, totalBytes / 1.5) });
+    await page.locator('attention-instrument .status[data-mode="example"]').waitFor();
+    const exampleRow = await displayedRow(page);
+    const before = await headingTops(page);
+    await page.locator('#open').waitFor({ state: 'visible', timeout: LOAD_TIMEOUT_MS });
+    const progress = await page.evaluate(() => window.__progress);
+    const percents = progress.filter((p) => !p.openVisible).map((p) => p.percent);
+    assert.ok(percents.some((p) => p > 0 && p < 100), `progress went ${JSON.stringify(percents)}; expected values between 0 and 100`);
+    assert.ok(progress.some((p) => p.percent === 100 && /\(100%\)/.test(p.text)), 'the loader never said 100%');
+    for (let k = 1; k < percents.length; ++k) assert.ok(percents[k] >= percents[k - 1], `progress went backwards: ${percents}`);
+    assert.match(await page.locator('#progress-text').textContent(), /100%/);
+
+    await page.click('#open');
+    await page.locator('attention-instrument .status[data-mode="live"]').waitFor();
+    assert.equal(await page.evaluate(() => document.querySelector('attention-instrument').shadowRoot.activeElement?.id), 'sentence');
+    // The live instrument opens on the example's sentence and selection, with the engine's numbers.
+    const liveRow = await checkDisplayedAgainstEngine(page, { sentence: exampleRow.sentence, token: exampleRow.token });
+    assert.deepEqual([liveRow.layer, liveRow.head], [exampleRow.layer, exampleRow.head]);
+    // The example came from the CLI (9 significant digits); the live row from wasm.
+    exampleRow.values.forEach((v, j) => assert.ok(Math.abs(Number(v) - Number(liveRow.values[j])) < 1e-4, `example and live differ at ${j}`));
+    await page.evaluate(() => scrollTo(0, 0));
+    assert.deepEqual(await headingTops(page), before, 'section headings moved when the live figures replaced the example');
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('for three sentences, every token\u2019s row sums to 1 and equals the engine\u2019s', async () => {
+    const { page, context, errors } = await openPage();
+    await openInstrument(page);
+    const sentences = [presets()[2], 'Crème brûlée, naïve café \u2014 déjà vu!', presets()[1]];
+    for (const sentence of sentences) {
+      await typeSentence(page, sentence);
+      const chips = page.locator('attention-instrument button.chip');
+      const texts = await chips.allTextContents();
+      assert.deepEqual(texts, await engineTokens(page, sentence));
+      for (let i = 0; i < texts.length; ++i) {
+        await chips.nth(i).click();
+        await checkDisplayedAgainstEngine(page, { sentence, token: i });
+      }
+    }
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('switching head and layer changes the row; arrow keys move; typing re-renders every figure', async () => {
+    const { page, context, errors } = await openPage();
+    await openInstrument(page);
+    const first = await displayedRow(page);
+    const target = { layer: (first.layer + 1) % 4, head: (first.head + 2) % 4 };
+    await page.click(`attention-instrument button.cell[data-layer="${target.layer}"][data-head="${target.head}"]`);
+    const switched = await checkDisplayedAgainstEngine(page, { sentence: first.sentence, token: first.token });
+    assert.deepEqual([switched.layer, switched.head], [target.layer, target.head]);
+    assert.notDeepEqual(switched.values, first.values, 'another head showed the same row');
+    assert.equal(await page.locator(`attention-heads button.multiple[aria-pressed="true"]`).getAttribute('data-layer'), String(target.layer));
+
+    // Arrow keys: right moves to the next token, down to the next layer.
+    await page.locator('attention-instrument button.chip[aria-pressed="true"]').focus();
+    await page.keyboard.press('ArrowRight');
+    assert.equal((await displayedRow(page)).token, first.token + 1);
+    await page.locator('attention-instrument button.cell[aria-pressed="true"]').focus();
+    await page.keyboard.press(target.layer < 3 ? 'ArrowDown' : 'ArrowUp');
+    const moved = await checkDisplayedAgainstEngine(page, { sentence: first.sentence, token: first.token + 1 });
+    assert.equal(moved.layer, target.layer < 3 ? target.layer + 1 : target.layer - 1);
+
+    // Heads figure: clicking a panel selects that head everywhere.
+    await page.click('attention-heads button.multiple[data-layer="0"][data-head="0"]');
+    const picked = await displayedRow(page);
+    assert.deepEqual([picked.layer, picked.head], [0, 0]);
+
+    const sentence = 'Dogs chase the ball, and the ball rolls away.';
+    await typeSentence(page, sentence);
+    const tokens = await engineTokens(page, sentence);
+    assert.deepEqual(await page.locator('attention-instrument button.chip').allTextContents(), tokens);
+    await checkDisplayedAgainstEngine(page, { sentence });
+    const n = tokens.length;
+    assert.equal(await page.locator('attention-mechanism table.mechanism tbody tr').count(), n);
+    const weights = await page.$$eval('attention-mechanism table.mechanism tbody tr', (trs) => trs.map((tr) => Number(tr.dataset.weight)));
+    const shown = await displayedRow(page);
+    weights.forEach((w, j) => assert.ok(Math.abs(w - Number(shown.values[j])) < 1e-6, `mechanism weight ${j}: ${w} vs ${shown.values[j]}`));
+    assert.equal(await page.locator('attention-heads button.multiple').count(), 16);
+    assert.equal(await page.locator('attention-heads button.multiple').first().locator('rect').count(), n);
+    for (const panel of await page.locator('attention-compare section.panel table.bars').all()) {
+      assert.equal(await panel.locator('tbody tr').count(), n);
+    }
+    assert.equal(await page.locator('[data-fact="n"]').first().textContent(), String(n));
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('the softmax lab sums to 1 for random settings, and "nothing here" is uniform', async () => {
+    const { page, context, errors } = await openPage();
+    const lab = page.locator('softmax-lab');
+    for (let trial = 0; trial < 25; ++trial) {
+      const scores = Array.from({ length: 5 }, () => Math.round((Math.random() * 20 - 10) * 10) / 10);
+      await lab.evaluate((el, values) => {
+        el.shadowRoot.querySelectorAll('input[type=range]').forEach((slider, k) => {
+          slider.value = String(values[k]);
+          slider.dispatchEvent(new Event('input', { bubbles: true }));
+        });
+      }, scores);
+      const weights = await lab.locator('output').evaluateAll((outs) => outs.map((o) => Number(o.dataset.value)));
+      const sum = weights.reduce((a, b) => a + b, 0);
+      assert.ok(Math.abs(sum - 1) <= ROW_SUM_TOLERANCE, `scores ${scores} gave weights summing to ${sum}`);
+      assert.ok(weights.every((w) => w > 0), `a weight was not positive for ${scores}`);
+      assert.equal(await lab.locator('.sum').textContent(), '1.000000');
+      // The largest score gets the largest weight.
+      assert.equal(weights.indexOf(Math.max(...weights)), scores.indexOf(Math.max(...scores)));
+    }
+    for (const setting of ['equal', 'negative']) {
+      await lab.locator(`button[data-setting="${setting}"]`).click();
+      const weights = await lab.locator('output').evaluateAll((outs) => outs.map((o) => Number(o.dataset.value)));
+      for (const w of weights) assert.ok(Math.abs(w - 0.2) < 1e-12, `${setting}: weight ${w}, expected 1/5`);
+    }
+    // A drag with the keyboard works too.
+    await lab.locator('input[type=range]').first().focus();
+    await page.keyboard.press('End');
+    assert.equal(await lab.locator('input[type=range]').first().inputValue(), '10');
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('a sentence containing markup is shown as text: nothing injected, nothing run', async () => {
+    const hostile = [
+      '<img src=x onerror="window.__injected=1">',
+      '<script>window.__injected=2</script> and <b>bold</b>',
+      '"><svg onload=window.__injected=3><iframe src="javascript:window.__injected=4">',
+    ];
+    const { page, context, errors } = await openPage({ path: `#s=${encodeURIComponent(hostile[0])}` });
+    let dialogs = 0;
+    page.on('dialog', (d) => { dialogs += 1; d.dismiss(); });
+    await openInstrument(page);
+    const countTags = () => page.evaluate(() => {
+      const counts = { img: 0, script: 0, iframe: 0, b: 0, svg: 0, handlers: 0 };
+      const walk = (node) => {
+        for (const el of node.querySelectorAll('*')) {
+          const tag = el.tagName.toLowerCase();
+          if (tag in counts) counts[tag] += 1;
+          if ([...el.attributes].some((a) => /^on/i.test(a.name))) counts.handlers += 1;
+          if (el.shadowRoot) walk(el.shadowRoot);
+        }
+      };
+      walk(document);
+      return counts;
+    });
+    const baseline = await countTags();
+    // The hash's sentence was read as data and drawn as text.
+    assert.equal((await displayedRow(page)).sentence, hostile[0]);
+    for (const sentence of hostile) {
+      await typeSentence(page, sentence);
+      const tokens = await engineTokens(page, sentence);
+      assert.deepEqual(await page.locator('attention-instrument button.chip').allTextContents(), tokens);
+      assert.equal(await page.locator('attention-instrument input#sentence').inputValue(), sentence);
+      assert.deepEqual(await countTags(), baseline, `elements appeared for ${sentence}`);
+    }
+    await page.waitForTimeout(200);
+    assert.equal(await page.evaluate(() => window.__injected), undefined);
+    assert.equal(baseline.img + baseline.iframe + baseline.handlers, 0);
+    assert.equal(baseline.script, 1);  // the page's own module script
+    assert.equal(dialogs, 0);
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('a 360 x 740 phone has no horizontal scroll; screenshots and load figures', async () => {
+    const figures = {};
+    for (const { name, viewport, colorScheme } of [
+      { name: 'phone', viewport: { width: 360, height: 740 }, colorScheme: 'light' },
+      { name: 'desktop', viewport: { width: 1280, height: 900 }, colorScheme: 'light' },
+      { name: 'desktop-dark', viewport: { width: 1280, height: 900 }, colorScheme: 'dark' },
+    ]) {
+      const { page, context, errors } = await openPage({ viewport, colorScheme });
+      await page.locator('attention-instrument .status[data-mode="example"]').waitFor();
+      const scrollWidth = () => page.evaluate(() => document.documentElement.scrollWidth);
+      assert.ok(await scrollWidth() <= viewport.width, `${name}: example page is ${await scrollWidth()} px wide`);
+      await page.screenshot({ path: join(artifacts, `page-${name}-example.png`), fullPage: name !== 'desktop-dark' });
+      await openInstrument(page);
+      const m = await marks(page);
+      figures[name] = { firstRenderMs: m['attention:first-render'], instrumentReadyMs: m['attention:engine-ready'], bytesTransferred: await resourceBytes(page) };
+      // A long unbroken word must not widen the page either.
+      await typeSentence(page, 'Antidisestablishmentarianism pneumonoultramicroscopicsilicovolcanoconiosis supercalifragilisticexpialidocious!');
+      assert.ok(await scrollWidth() <= viewport.width, `${name}: live page with long words is ${await scrollWidth()} px wide`);
+      await typeSentence(page, presets()[0]);
+      assert.ok(await scrollWidth() <= viewport.width, `${name}: live page is ${await scrollWidth()} px wide`);
+      await page.evaluate(() => scrollTo(0, 0));
+      await page.screenshot({ path: join(artifacts, `page-${name}.png`), fullPage: true });
+      await page.locator('attention-instrument').screenshot({ path: join(artifacts, `figure1-${name}.png`) });
+      assert.deepEqual(errors, []);
+      await context.close();
+    }
+    writeFileSync(join(artifacts, 'load-figures.json'), JSON.stringify(figures, null, 2) + '\n');
+    for (const [name, f] of Object.entries(figures)) {
+      console.log(`# load (${name}): first render ${f.firstRenderMs} ms, instrument ready ${f.instrumentReadyMs} ms, ${(f.bytesTransferred / 1e6).toFixed(2)} MB transferred`);
+    }
+  });
+
+  test('a broken model URL shows what failed and a retry, and the prose stays', async () => {
+    const { page, context } = await openPage({ path: '?model-src=models/no-such-model.attn' });
+    let requests = 0;
+    page.on('request', (r) => { if (r.url().includes('no-such-model')) requests += 1; });
+    await page.locator('#loader[data-state="error"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
+    assert.match(await page.locator('#progress-text').textContent(), /no-such-model\.attn.*404/);
+    assert.ok(await page.locator('#retry').isVisible());
+    for (const tag of ['attention-instrument', 'attention-mechanism', 'attention-compare', 'attention-heads']) {
+      const status = page.locator(`${tag} .status[data-mode="error"]`);
+      assert.match(await status.textContent(), /did not load.*404/);
+      assert.ok(await status.locator('button.retry').isVisible(), `${tag} has no retry button`);
+    }
+    assert.ok((await page.locator('main p').count()) > 10, 'the prose is gone');
+    assert.ok((await page.locator('main').innerText()).includes('A row cannot say'));
+    await page.screenshot({ path: join(artifacts, 'page-error.png') });
+    await page.locator('attention-compare .status button.retry').click();
+    await page.waitForFunction(() => document.getElementById('loader').dataset.state === 'error' && document.getElementById('progress-text').textContent.includes('404'));
+    assert.ok(requests >= 1, 'retry made no new request for the model');
+    await context.close();
+  });
+});

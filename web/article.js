@@ -1,0 +1,256 @@
+// The article's wiring: draws every figure at once from the precomputed example for the
+// default model, downloads the engine and the model with progress, offers the button that opens
+// the live instrument, and from then on recomputes every figure and every number in the prose
+// from the loaded model whenever the reader changes the sentence, the token, the layer or the
+// head. Failures are shown in the figures with a retry; the prose stays as it is.
+import { DEFAULT_MANIFEST_URL, getEngine, onEngineProgress } from './engine/engine.js';
+import { createStore, DEFAULT_STATE, DEFAULT_WORD_TEXT, formatHash, parseHash } from './state.js';
+import { EVENTS, progressText } from './widgets/base.js';
+import {
+  attentionRowOf, describeModel, headsForToken, mechanism, resolveSelection, resultFromExample,
+  rolloutRowOf, rowSummary, sharpestAndBroadest,
+} from './widgets/data.js';
+import { fmt, headName } from './widgets/dom.js';
+import { specialShare } from './widgets/bars.js';
+import './widgets/attention-instrument.js';
+import './widgets/attention-mechanism.js';
+import './widgets/softmax-lab.js';
+import './widgets/attention-compare.js';
+import './widgets/attention-heads.js';
+
+const figures = [...document.querySelectorAll('[data-figure]')];
+const loader = document.getElementById('loader');
+const progressBar = document.getElementById('progress');
+const progressLabel = document.getElementById('progress-text');
+const openButton = document.getElementById('open');
+const retryButton = document.getElementById('retry');
+
+const store = createStore({ ...DEFAULT_STATE, ...parseHash(location.hash), live: false });
+const page = {
+  manifest: null,
+  example: null,        // the precomputed example's result, or null
+  exampleModel: null,   // describeModel() of the example's model
+  engine: null,
+  model: null,          // describeModel() of what is shown
+  progress: null,
+  error: null,
+  inputError: null,
+  liveResult: null,
+};
+
+// Query parameters choose another model: ?model=KEY (from the manifest) or ?model-src=URL
+// (same origin only, so a link cannot make the page fetch from elsewhere).
+function modelChoice() {
+  const params = new URLSearchParams(location.search);
+  const choice = {};
+  const key = params.get('model');
+  if (key && /^[\w.-]{1,100}$/.test(key)) choice.model = key;
+  const src = params.get('model-src');
+  if (src) {
+    try {
+      const url = new URL(src, location.href);
+      if (url.origin === location.origin) choice.modelUrl = url.href;
+    } catch {
+      // An unparsable address is ignored; the default model loads.
+    }
+  }
+  return choice;
+}
+
+async function loadExample(choice) {
+  try {
+    const response = await fetch(DEFAULT_MANIFEST_URL, { cache: 'no-cache' });
+    if (!response.ok) return;
+    page.manifest = await response.json();
+    if (choice.modelUrl) return;  // an explicit model file has no precomputed example
+    const entry = page.manifest.models?.[choice.model ?? page.manifest.default];
+    if (!entry?.sha256 || !/^[0-9a-f]{64}$/.test(entry.sha256)) return;
+    const exampleResponse = await fetch(new URL(`examples/${entry.sha256}.json`, location.href), { cache: 'no-cache' });
+    if (!exampleResponse.ok) return;
+    const example = await exampleResponse.json();
+    if (example.model?.sha256 !== entry.sha256) return;
+    page.example = resultFromExample(example);
+    page.exampleModel = describeModel(example.model);
+    page.model = page.exampleModel;
+  } catch {
+    // Without an example the figures wait for the live model; the prose reads on.
+  }
+}
+
+function currentResult(state) {
+  page.inputError = null;
+  if (state.live && page.engine) {
+    try {
+      page.liveResult = page.engine.analyze(state.sentence);
+    } catch (error) {
+      page.inputError = error.message;  // keep the last good sentence on screen
+    }
+    return page.liveResult;
+  }
+  return page.example;
+}
+
+function viewFor(state) {
+  const result = currentResult(state);
+  const mode = state.live && page.engine ? 'live' : page.error ? 'error' : result ? 'example' : 'loading';
+  const view = {
+    result, mode, model: page.model, progress: page.progress, error: page.error,
+    ready: Boolean(page.engine), showSpecial: state.showSpecial, inputError: page.inputError,
+    sentence: state.live ? state.sentence : result?.text ?? state.sentence,
+  };
+  if (result) Object.assign(view, resolveSelection(result, state, DEFAULT_WORD_TEXT));
+  return view;
+}
+
+let lastView = null;
+function render() {
+  const state = store.get();
+  const view = viewFor(state);
+  lastView = view;
+  for (const figure of figures) figure.view = view;
+  renderLoader();
+  fillFacts(view);
+  if (state.live) history.replaceState(null, '', formatHash({ ...state, ...pick(view, ['token', 'layer', 'head']) }));
+}
+
+const pick = (object, keys) => Object.fromEntries(keys.filter((k) => object[k] !== undefined).map((k) => [k, object[k]]));
+
+function renderLoader() {
+  const live = store.get().live;
+  loader.dataset.state = page.error ? 'error' : page.engine ? (live ? 'open' : 'ready') : 'loading';
+  const percent = page.engine ? 100 : Math.floor(page.progress?.percent ?? 0);
+  progressBar.value = percent;
+  progressBar.dataset.percent = String(percent);
+  if (page.error) {
+    progressLabel.textContent = `The live model did not load: ${page.error.message}`;
+  } else if (page.engine) {
+    const t = page.engine.timings;
+    progressLabel.textContent = `Loaded ${((t.wasmBytes + t.modelBytes) / 1e6).toFixed(1)} MB (100%). ${live ? 'The figures are live.' : 'The figures below are a precomputed example until you open the instrument.'}`;
+  } else {
+    progressLabel.textContent = progressText(page.progress);
+  }
+  openButton.hidden = !page.engine;
+  openButton.textContent = live ? 'Go to the instrument' : 'Open the instrument';
+  retryButton.hidden = !page.error;
+}
+
+// Every number in the prose, from the view. Elements with data-fact="name" get the value as
+// text; with nothing to compute from, they keep their placeholder wording.
+function facts(view) {
+  const f = {};
+  const model = view.model;
+  if (model) {
+    f.modelName = model.name;
+    f.modelNote = model.note;
+  }
+  const r = view.result;
+  if (!r) return f;
+  const dHead = r.hidden / r.heads;
+  Object.assign(f, {
+    layers: r.layers, heads: r.heads, hidden: r.hidden, headDim: dHead, scale: fmt(Math.sqrt(dHead), Number.isInteger(Math.sqrt(dHead)) ? 0 : 2),
+    totalHeads: r.layers * r.heads, n: r.n, nOther: r.n - 1, uniform: fmt(1 / r.n, 4), sentence: r.text,
+  });
+  const { token, layer, head } = view;
+  const row = attentionRowOf(r, layer, head, token);
+  const s = rowSummary(row);
+  Object.assign(f, {
+    word: r.tokens[token].text, headName: headName(layer, head), topToken: r.tokens[s.argmax].text, topWeight: fmt(s.max, 3),
+    rowSum: fmt(s.sum, 6), ratio: fmt(s.ratioToUniform, 2), entropy: fmt(s.entropy, 2), maxEntropy: fmt(s.maxEntropy, 2),
+    specialShare: fmt(specialShare(row, r.roles), 3),
+  });
+  const m = mechanism(r, layer, head, token);
+  if (m) {
+    Object.assign(f, {
+      rawMin: fmt(Math.min(...m.dots), 2), rawMax: fmt(Math.max(...m.dots), 2),
+      scaledMin: fmt(Math.min(...m.scores), 2), scaledMax: fmt(Math.max(...m.scores), 2),
+      unscaledTop: fmt(Math.max(...m.unscaled), 3), scaledTop: fmt(Math.max(...m.weights), 3),
+    });
+  }
+  const { sharpest, broadest } = sharpestAndBroadest(r, token);
+  const heads = headsForToken(r, token);
+  Object.assign(f, {
+    sharpest: headName(sharpest.layer, sharpest.head), sharpestRatio: fmt(sharpest.ratioToUniform, 2),
+    broadest: headName(broadest.layer, broadest.head), broadestRatio: fmt(broadest.ratioToUniform, 2),
+    rolloutRatio: fmt(rowSummary(rolloutRowOf(r, token)).ratioToUniform, 2),
+    distinctTops: new Set(heads.map((x) => x.argmax)).size,
+    ratioMin: fmt(Math.min(...heads.map((x) => x.ratioToUniform)), 2),
+    ratioMax: fmt(Math.max(...heads.map((x) => x.ratioToUniform)), 2),
+  });
+  return f;
+}
+
+function fillFacts(view) {
+  const f = facts(view);
+  for (const el of document.querySelectorAll('[data-fact]')) {
+    const value = f[el.dataset.fact];
+    if (value !== undefined) el.textContent = String(value);
+  }
+}
+
+let progressFrame = 0;
+onEngineProgress((p) => {
+  const totals = (page.progressParts ??= {});
+  totals[p.phase] = p;
+  const parts = Object.values(totals);
+  const loaded = parts.reduce((a, x) => a + x.loaded, 0);
+  const total = parts.reduce((a, x) => a + (x.total || 0), 0);
+  const expected = page.manifest ? page.manifest.engine.bytes + (page.manifest.models?.[page.manifest.default]?.bytes ?? 0) : 0;
+  const denominator = Math.max(total, parts.length < 2 ? expected : 0);
+  page.progress = { loaded, total: denominator, percent: denominator ? Math.min(100, (100 * loaded) / denominator) : 0 };
+  if (!progressFrame) {
+    progressFrame = requestAnimationFrame(() => {
+      progressFrame = 0;
+      render();
+    });
+  }
+});
+
+function startEngine() {
+  page.error = null;
+  page.progress = null;
+  page.progressParts = {};
+  render();
+  getEngine(modelChoice()).then((engine) => {
+    page.engine = engine;
+    page.model = describeModel(engine.info);
+    performance.mark('attention:engine-ready');
+    render();
+  }, (error) => {
+    page.error = { message: error.message, kind: error.kind };
+    render();
+  });
+}
+
+function openInstrument() {
+  if (!page.engine) return;
+  store.set({ live: true });
+  const target = document.getElementById('instrument');
+  target.scrollIntoView({ behavior: matchMedia('(prefers-reduced-motion: reduce)').matches ? 'auto' : 'smooth', block: 'start' });
+  target.shadowRoot?.getElementById('sentence')?.focus({ preventScroll: true });
+}
+
+document.addEventListener(EVENTS.select, (event) => {
+  const patch = {};
+  for (const key of ['sentence', 'token', 'layer', 'head', 'showSpecial']) {
+    if (event.detail[key] !== undefined) patch[key] = event.detail[key];
+  }
+  // A choice of token keeps the current head; resolving now pins the defaults it was showing.
+  if (lastView?.result && patch.token !== undefined && patch.layer === undefined) {
+    patch.layer = lastView.layer;
+    patch.head = lastView.head;
+  }
+  store.set(patch);
+});
+document.addEventListener(EVENTS.open, openInstrument);
+document.addEventListener(EVENTS.retry, startEngine);
+openButton.addEventListener('click', openInstrument);
+retryButton.addEventListener('click', startEngine);
+store.subscribe(render);
+addEventListener('hashchange', () => {
+  if (store.get().live) store.set(parseHash(location.hash));
+});
+
+await loadExample(modelChoice());
+render();
+performance.mark('attention:first-render');
+startEngine();

@@ -1,0 +1,77 @@
+// The article's state: which sentence, which token's row, which layer and head, whether [CLS]
+// and [SEP] are shown, and whether the live engine drives the figures. One small store; the
+// widgets never read it directly, article.js hands them a view of it.
+
+// Preset sentences for the sentence box (also read by scripts/make_examples.mjs, so the
+// precomputed example and the live page start from the same sentence).
+export const PRESETS = [
+  'The animal did not cross the street because it was too tired.',
+  'She poured the milk into the cup until it was full.',
+  'Unbelievably, the embeddings were tokenized into wordpieces.',
+  'The keys to the cabinet are on the table.',
+];
+
+// The word whose row the page opens on, for the first preset.
+export const DEFAULT_WORD_TEXT = 'it';
+
+export const DEFAULT_STATE = Object.freeze({
+  sentence: PRESETS[0],
+  token: -1,  // index into the sentence's tokens; -1 picks the default word
+  layer: -1,  // -1 picks the sharpest head for the token
+  head: -1,
+  showSpecial: true,
+  live: false,
+});
+
+export function createStore(initial) {
+  let state = { ...initial };
+  const listeners = new Set();
+  return {
+    get: () => state,
+    set(patch) {
+      const next = { ...state, ...patch };
+      const changed = Object.keys(patch).filter((key) => next[key] !== state[key]);
+      if (!changed.length) return;
+      state = next;
+      for (const listener of listeners) listener(state, changed);
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}
+
+// The URL hash holds sentence, token, layer, head and whether specials are shown. It is read as
+// data only: every value is parsed, bounded and never interpreted as markup.
+const HASH_KEYS = { sentence: 's', token: 't', layer: 'l', head: 'h', showSpecial: 'special' };
+const MAX_HASH_SENTENCE = 2000;
+
+function parseIndex(value) {
+  if (value === null || !/^\d{1,4}$/.test(value)) return undefined;
+  return Number(value);
+}
+
+export function parseHash(hash) {
+  const params = new URLSearchParams(String(hash ?? '').replace(/^#/, ''));
+  const out = {};
+  const sentence = params.get(HASH_KEYS.sentence);
+  if (sentence !== null && sentence.length <= MAX_HASH_SENTENCE) out.sentence = sentence;
+  for (const key of ['token', 'layer', 'head']) {
+    const value = parseIndex(params.get(HASH_KEYS[key]));
+    if (value !== undefined) out[key] = value;
+  }
+  const special = params.get(HASH_KEYS.showSpecial);
+  if (special === '0' || special === '1') out.showSpecial = special === '1';
+  return out;
+}
+
+export function formatHash(state) {
+  const params = new URLSearchParams();
+  params.set(HASH_KEYS.sentence, state.sentence);
+  if (state.token >= 0) params.set(HASH_KEYS.token, String(state.token));
+  if (state.layer >= 0) params.set(HASH_KEYS.layer, String(state.layer));
+  if (state.head >= 0) params.set(HASH_KEYS.head, String(state.head));
+  if (!state.showSpecial) params.set(HASH_KEYS.showSpecial, '0');
+  return `#${params.toString()}`;
+}

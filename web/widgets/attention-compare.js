@@ -1,0 +1,66 @@
+// <attention-compare>: the same token read three ways side by side: through two heads (by
+// default the sharpest and the broadest for that token, picked from the loaded model) and
+// through head-averaged attention rollout, each with its ratio to uniform.
+import { AttentionFigure } from './base.js';
+import { attentionRowOf, headsForToken, rolloutRowOf, rowSummary, sharpestAndBroadest } from './data.js';
+import { fmt, h, headName, headShort } from './dom.js';
+import { barLegend, rowChart } from './bars.js';
+
+const AUTO = 'auto';
+
+class AttentionCompare extends AttentionFigure {
+  static css = `
+  .panels { display: grid; gap: 1.2em; grid-template-columns: 1fr; }
+  @container (min-width: 760px) { .panels { grid-template-columns: repeat(3, minmax(0, 1fr)); } }
+  .panel h3 { font-size: 0.95em; margin: 0 0 0.2em; }
+  .panel select { max-width: 100%; margin-bottom: 0.3em; }
+  .ratio { font-size: 1.05em; margin: 0.2em 0 0.4em; }
+  .ratio b { font-size: 1.25em; }
+  `;
+
+  static placeholderHeight = '22em';
+
+  constructor() {
+    super();
+    this.choice = [AUTO, AUTO];  // per head panel: AUTO or "layer,head"
+  }
+
+  render(view) {
+    if (!this.hasResult(view)) return;
+    const { result, token } = view;
+    const { sharpest, broadest } = sharpestAndBroadest(result, token);
+    const autos = [sharpest, broadest];
+    const heads = headsForToken(result, token);
+    const word = result.tokens[token].text;
+    const panels = [0, 1].map((k) => {
+      const picked = this.choice[k] === AUTO ? autos[k] : heads.find((x) => `${x.layer},${x.head}` === this.choice[k]) ?? autos[k];
+      const row = attentionRowOf(result, picked.layer, picked.head, token);
+      const s = rowSummary(row);
+      const select = h('select', {
+        'aria-label': `Head for panel ${k + 1}`,
+        on: { change: (e) => { this.choice[k] = e.target.value; this.render(this.view); } },
+      },
+      h('option', { value: AUTO, text: `${k === 0 ? 'Sharpest' : 'Broadest'} for this token (${headShort(autos[k].layer, autos[k].head)})` }),
+      heads.map((x) => h('option', { value: `${x.layer},${x.head}`, text: headName(x.layer, x.head) })));
+      select.value = this.choice[k];
+      return h('section.panel', { dataset: { kind: 'head', layer: String(picked.layer), head: String(picked.head), ratio: String(s.ratioToUniform) } },
+        h('h3', { text: `${headName(picked.layer, picked.head)}` }),
+        select,
+        h('div.ratio', {}, 'ratio to uniform ', h('b', { text: fmt(s.ratioToUniform, 2) })),
+        rowChart({ tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial: view.showSpecial, compact: true, digits: 3,
+          caption: `\u201c${word}\u201d in ${headName(picked.layer, picked.head)}` }));
+    });
+    const rollout = rolloutRowOf(result, token);
+    const r = rowSummary(rollout);
+    panels.push(h('section.panel', { dataset: { kind: 'rollout', ratio: String(r.ratioToUniform) } },
+      h('h3', { text: 'Rollout (all layers, heads averaged)' }),
+      h('p.small.muted', { text: 'Each layer\u2019s heads averaged, half weight kept on the token itself for the residual path, multiplied through the layers.' }),
+      h('div.ratio', {}, 'ratio to uniform ', h('b', { text: fmt(r.ratioToUniform, 2) })),
+      rowChart({ tokens: result.tokens, roles: result.roles, row: rollout, selected: token, showSpecial: view.showSpecial, compact: true, digits: 3,
+        caption: `\u201c${word}\u201d through attention rollout` })));
+    this.bodyEl.replaceChildren(h('div.panels', {}, panels), barLegend(rollout, 1, 'weight (each panel scaled to its own largest weight)'));
+    this.bodyEl.inert = this.isExample(view);
+  }
+}
+
+customElements.define('attention-compare', AttentionCompare);

@@ -1,0 +1,51 @@
+// One attention row as a labelled bar chart that is also a table: each token is a table row
+// with its label, a bar and its value, and the uniform share 1/n is a dashed line through the
+// bars. Every table row carries the full-precision weight in data-value.
+import { fmt, h } from './dom.js';
+import { ROLE } from './data.js';
+
+// The bar scale's top: the row's largest weight (or 1/n) rounded up to a tenth.
+export function barScale(row) {
+  let max = 1 / row.length;
+  for (const v of row) max = Math.max(max, v);
+  return Math.min(1, Math.ceil(max * 10 - 1e-9) / 10) || 0.1;
+}
+
+export function rowChart({ tokens, roles, row, selected = -1, showSpecial = true, caption, compact = false, scaleMax = barScale(row), digits = 4 }) {
+  const n = row.length;
+  const uniformLeft = `${(100 / n) / scaleMax}%`;
+  let top = 0;
+  for (let j = 1; j < n; ++j) if (row[j] > row[top]) top = j;
+  const body = h('tbody');
+  for (let j = 0; j < n; ++j) {
+    const special = roles[j] === ROLE.cls || roles[j] === ROLE.sep;
+    const tr = h('tr', {
+      dataset: { token: String(j), value: String(row[j]) },
+      hidden: special && !showSpecial,
+      class: [j === selected ? 'selected' : '', j === top ? 'top' : ''].join(' ').trim() || undefined,
+    },
+    h('th', { scope: 'row', class: special ? 'special' : undefined, title: tokens[j].text, text: tokens[j].text }),
+    h('td.track', { 'aria-hidden': 'true' },
+      h('div.bar', { style: { width: `${(100 * row[j]) / scaleMax}%` } }),
+      h('div.uniform', { style: { left: uniformLeft } })),
+    h('td.value', { text: fmt(row[j], digits) }));
+    body.append(tr);
+  }
+  return h(`table.bars${compact ? '.compact' : ''}`, {},
+    caption ? h('caption', { text: caption }) : null,
+    h('thead.visually-hidden', {}, h('tr', {}, h('th', { scope: 'col', text: 'Token' }), h('th', { scope: 'col', text: 'Bar' }), h('th', { scope: 'col', text: 'Weight' }))),
+    body);
+}
+
+export function barLegend(row, scaleMax = barScale(row), label = `weight (bars run from 0 to ${fmt(scaleMax, 1)})`) {
+  return h('div.legend', { 'aria-hidden': 'true' },
+    h('span', {}, h('span.swatch-bar'), label),
+    h('span', {}, h('span.swatch-line'), `uniform share 1/${row.length} = ${fmt(1 / row.length, 4)}`));
+}
+
+// The share of a row that lands on [CLS] and [SEP].
+export function specialShare(row, roles) {
+  let s = 0;
+  for (let j = 0; j < row.length; ++j) if (roles[j] === ROLE.cls || roles[j] === ROLE.sep) s += row[j];
+  return s;
+}

@@ -1,0 +1,50 @@
+// Colour scales safe for colour-blind readers: a viridis-like sequential scale for weights
+// (perceptually ordered, readable in greyscale) and a purple-orange diverging scale for signed
+// vector components. Both are interpolated between a few anchor colours.
+
+const SEQUENTIAL = [
+  [68, 1, 84], [72, 40, 120], [62, 74, 137], [49, 104, 142], [38, 130, 142],
+  [31, 158, 137], [53, 183, 121], [110, 206, 88], [181, 222, 43], [253, 231, 37],
+];
+
+function interpolate(anchors, t) {
+  const x = Math.min(1, Math.max(0, Number.isFinite(t) ? t : 0)) * (anchors.length - 1);
+  const k = Math.min(anchors.length - 2, Math.floor(x));
+  const f = x - k;
+  return anchors[k].map((c, i) => Math.round(c + f * (anchors[k + 1][i] - c)));
+}
+
+// Weight in [0, 1] to [r, g, b]. The square root spreads the small weights that fill most rows.
+export const weightColour = (w) => interpolate(SEQUENTIAL, Math.sqrt(Math.max(0, w)));
+
+const DIVERGING_LIGHT = [[84, 39, 136], [153, 142, 195], [247, 247, 247], [241, 163, 64], [179, 88, 6]];
+const DIVERGING_DARK = [[178, 171, 210], [110, 96, 160], [40, 40, 46], [200, 120, 30], [253, 184, 99]];
+
+// Signed value v scaled by `limit` to [r, g, b]: purple negative, orange positive.
+export function signedColour(v, limit, dark) {
+  return interpolate(dark ? DIVERGING_DARK : DIVERGING_LIGHT, 0.5 + 0.5 * Math.max(-1, Math.min(1, v / limit)));
+}
+
+export const css = ([r, g, b]) => `rgb(${r} ${g} ${b})`;
+
+export const prefersDark = () =>
+  typeof matchMedia === 'function' && matchMedia('(prefers-color-scheme: dark)').matches;
+
+// Paints rows x cols values into a canvas, one pixel per value (CSS scales it up, pixelated).
+export function paintCells(canvas, rows, cols, colourAt) {
+  canvas.width = cols;
+  canvas.height = rows;
+  const ctx = canvas.getContext('2d');
+  const image = ctx.createImageData(cols, rows);
+  for (let r = 0; r < rows; ++r) {
+    for (let c = 0; c < cols; ++c) {
+      const [red, green, blue] = colourAt(r, c);
+      const o = (r * cols + c) * 4;
+      image.data[o] = red;
+      image.data[o + 1] = green;
+      image.data[o + 2] = blue;
+      image.data[o + 3] = 255;
+    }
+  }
+  ctx.putImageData(image, 0, 0);
+}

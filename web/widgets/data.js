@@ -1,0 +1,196 @@
+// Reading attention results, shared by every widget and by scripts/make_examples.mjs. A
+// "result" is the engine's analyze() output, or the same shape decoded from a precomputed
+// example: tokens, n, layers, heads, hidden, attention (L*H*n*n, [l][h][i][j]), rollout (n*n),
+// roles (n), headProfiles (L*H), and either the engine's hiddenStates/queries/keys or, for an
+// example, the vectors of its one opening selection.
+
+export const ROLE = Object.freeze({ ordinary: 0, cls: 1, sep: 2, punctuation: 3 });
+
+export function attentionRowOf(result, layer, head, token) {
+  const n = result.n;
+  const start = ((layer * result.heads + head) * n + token) * n;
+  return result.attention.subarray(start, start + n);
+}
+
+export function rolloutRowOf(result, token) {
+  return result.rollout.subarray(token * result.n, (token + 1) * result.n);
+}
+
+// The numbers the article quotes about one row: its sum, its largest weight and where, the
+// largest weight over the uniform share 1/n, and the entropy in nats against its ceiling ln n.
+export function rowSummary(row) {
+  const n = row.length;
+  let sum = 0;
+  let max = -Infinity;
+  let argmax = 0;
+  let entropy = 0;
+  for (let j = 0; j < n; ++j) {
+    const p = row[j];
+    sum += p;
+    if (p > max) {
+      max = p;
+      argmax = j;
+    }
+    if (p > 0) entropy -= p * Math.log(p);
+  }
+  const maxEntropy = Math.log(n);
+  return {
+    n, sum, max, argmax,
+    uniform: 1 / n,
+    ratioToUniform: max * n,
+    entropy,
+    maxEntropy,
+    normalizedEntropy: n > 1 ? entropy / maxEntropy : 0,
+  };
+}
+
+// Every head's reading of one token's row, in layer-major order.
+export function headsForToken(result, token) {
+  const out = [];
+  for (let layer = 0; layer < result.layers; ++layer) {
+    for (let head = 0; head < result.heads; ++head) {
+      out.push({ layer, head, ...rowSummary(attentionRowOf(result, layer, head, token)) });
+    }
+  }
+  return out;
+}
+
+// The sharpest head for a token (largest ratio to uniform) and the broadest (largest entropy).
+export function sharpestAndBroadest(result, token) {
+  const heads = headsForToken(result, token);
+  let sharpest = heads[0];
+  let broadest = heads[0];
+  for (const h of heads) {
+    if (h.ratioToUniform > sharpest.ratioToUniform) sharpest = h;
+    if (h.normalizedEntropy > broadest.normalizedEntropy) broadest = h;
+  }
+  return { sharpest, broadest };
+}
+
+// The token the page opens on: the first token spelled `wordText`, else the first ordinary one.
+export function defaultToken(result, wordText) {
+  const byText = result.tokens.findIndex((t) => t.text === wordText);
+  if (byText >= 0) return byText;
+  const ordinary = result.tokens.findIndex((_, i) => result.roles[i] === ROLE.ordinary);
+  return ordinary >= 0 ? ordinary : 0;
+}
+
+// Fills in any unset (-1 or out of range) token, layer and head of a selection.
+export function resolveSelection(result, selection, wordText) {
+  let { token, layer, head } = selection;
+  if (!(token >= 0 && token < result.n)) token = defaultToken(result, wordText);
+  if (!(layer >= 0 && layer < result.layers && head >= 0 && head < result.heads)) {
+    ({ layer, head } = sharpestAndBroadest(result, token).sharpest);
+  }
+  return { token, layer, head };
+}
+
+// Softmax in double precision, shifted by the largest score so that exp never overflows.
+export function softmax(scores) {
+  let max = -Infinity;
+  for (const s of scores) max = Math.max(max, s);
+  const exps = Array.from(scores, (s) => Math.exp(s - max));
+  const total = exps.reduce((a, b) => a + b, 0);
+  return { exps, total, weights: exps.map((e) => e / total), shift: max };
+}
+
+// The vectors behind one attention row, and the row recomputed from them: the input x_i to the
+// layer (d), the query q_i = x_i W_Q^T + b_Q (d), its slice for the head (d_head), each key k_j's
+// slice (n rows of d_head), the dot products q.k_j, the same over sqrt(d_head), and the softmax.
+// Returns null when the result holds no vectors for this selection (an example's other rows).
+export function mechanism(result, layer, head, token) {
+  const { n, hidden: d, heads } = result;
+  const dHead = d / heads;
+  let x;
+  let q;
+  const keys = [];
+  if (result.queries && result.keys && result.hiddenStates) {
+    x = result.hiddenStates.subarray((layer * n + token) * d, (layer * n + token + 1) * d);
+    q = result.queries.subarray((layer * n + token) * d, (layer * n + token + 1) * d);
+    for (let j = 0; j < n; ++j) {
+      const start = (layer * n + j) * d + head * dHead;
+      keys.push(result.keys.subarray(start, start + dHead));
+    }
+  } else {
+    const v = result.vectors;
+    if (!v || v.layer !== layer || v.head !== head || v.token !== token) return null;
+    x = v.x;
+    q = v.q;
+    for (let j = 0; j < n; ++j) keys.push(v.keys.subarray(j * dHead, (j + 1) * dHead));
+  }
+  const qHead = q.subarray(head * dHead, (head + 1) * dHead);
+  const scale = Math.sqrt(dHead);
+  const dots = keys.map((k) => {
+    let s = 0;
+    for (let c = 0; c < dHead; ++c) s += qHead[c] * k[c];
+    return s;
+  });
+  const scores = dots.map((s) => s / scale);
+  const { weights } = softmax(scores);
+  const engineRow = attentionRowOf(result, layer, head, token);
+  let maxDifference = 0;
+  for (let j = 0; j < n; ++j) maxDifference = Math.max(maxDifference, Math.abs(weights[j] - engineRow[j]));
+  return {
+    d, dHead, scale, x, q, qHead, keys, dots, scores, weights, engineRow, maxDifference,
+    unscaled: softmax(dots).weights,
+  };
+}
+
+// A precomputed example (scripts/make_examples.mjs) as a result the widgets can read.
+export function resultFromExample(example) {
+  const a = example.analysis;
+  return {
+    text: a.text,
+    tokens: a.tokens,
+    n: a.n,
+    layers: a.layers,
+    heads: a.heads,
+    hidden: a.hidden,
+    truncated: a.truncated,
+    attention: Float32Array.from(a.attention),
+    rollout: Float32Array.from(a.rollout),
+    roles: Uint8Array.from(a.roles),
+    headProfiles: a.headProfiles,
+    vectors: {
+      token: a.vectors.token,
+      layer: a.vectors.layer,
+      head: a.vectors.head,
+      x: Float32Array.from(a.vectors.x),
+      q: Float32Array.from(a.vectors.q),
+      keys: Float32Array.from(a.vectors.keys),
+    },
+  };
+}
+
+// What the model is, read from its provenance (a JSON string in the model file): a model
+// trained for this project, a converted Hugging Face checkpoint, or random test weights.
+export function describeModel(info) {
+  let provenance = {};
+  try {
+    const parsed = JSON.parse(info?.provenance ?? '{}');
+    if (parsed && typeof parsed === 'object') provenance = parsed;
+  } catch {
+    // An unreadable provenance is reported as unknown below.
+  }
+  const source = typeof provenance.source === 'string' ? provenance.source : '';
+  const name = String(info?.name ?? 'unnamed model');
+  const text = `${name} ${source} ${provenance.generator ?? ''}`.toLowerCase();
+  const trainingKeys = ['training', 'train', 'corpus', 'steps', 'trained_by', 'trainer'];
+  const trained = trainingKeys.some((k) => k in provenance) || /trained here|train_default_model/.test(text);
+  let kind;
+  let note;
+  if (/random/.test(text) && !trained) {
+    kind = 'random';
+    note = 'random weights made for tests, not a trained model: its heads show no learned pattern';
+  } else if (trained) {
+    kind = 'trained';
+    note = 'trained for this project, not the original bert-mini';
+  } else if (provenance.converter && source && !provenance.derived_from) {
+    kind = 'converted';
+    note = `a converted Hugging Face checkpoint (${source})`;
+  } else {
+    kind = 'unknown';
+    note = source ? `source: ${source}` : 'no provenance recorded';
+  }
+  return { name, kind, note, source, precision: info?.precision ?? '' };
+}

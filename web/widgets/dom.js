@@ -1,0 +1,63 @@
+// Building DOM without markup strings: every piece of text, the reader's included, goes in as
+// a text node, so nothing a reader types can become an element or run as a script.
+
+// h('tag.class1.class2', {attrs, on: {event: fn}, dataset, style}, ...children)
+export function h(spec, props = {}, ...children) {
+  const [tag, ...classes] = spec.split('.');
+  const el = document.createElement(tag || 'div');
+  if (classes.length) el.className = classes.join(' ');
+  for (const [key, value] of Object.entries(props ?? {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === 'on') {
+      for (const [event, fn] of Object.entries(value)) el.addEventListener(event, fn);
+    } else if (key === 'dataset') {
+      Object.assign(el.dataset, value);
+    } else if (key === 'style') {
+      for (const [name, v] of Object.entries(value)) el.style.setProperty(name, v);
+    } else if (key === 'text') {
+      el.textContent = String(value);
+    } else if (key === 'value' || key === 'checked' || key === 'disabled' || key === 'hidden') {
+      el[key] = value;
+    } else {
+      el.setAttribute(key, value === true ? '' : String(value));
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(el, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+export function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === 'text') el.textContent = String(value);
+    else if (value !== undefined && value !== null) el.setAttribute(key, String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+// Fixed-decimal numbers with a real minus sign, as the article prints them.
+export function fmt(value, digits = 3) {
+  if (!Number.isFinite(value)) return String(value);
+  const text = Math.abs(value).toFixed(digits);
+  return value < 0 && Number(text) !== 0 ? `\u2212${text}` : text;
+}
+
+// A token as a reader should see it: WordPiece continuations keep their ##.
+export function tokenLabel(token) {
+  return token.text;
+}
+
+export const headName = (layer, head) => `layer ${layer + 1}, head ${head + 1}`;
+export const headShort = (layer, head) => `L${layer + 1} H${head + 1}`;
+
+export const prefersReducedMotion = () =>
+  typeof matchMedia === 'function' && matchMedia('(prefers-reduced-motion: reduce)').matches;

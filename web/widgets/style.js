@@ -1,0 +1,107 @@
+// The styles every widget's shadow root starts with. Colours are custom properties with an
+// --attn- prefix so that a host page may restyle a widget; the defaults follow the reader's
+// light or dark setting. Widgets size themselves to their container (container queries).
+export const BASE_CSS = `
+:host {
+  --attn-fg: #1b1b1f;
+  --attn-muted: #55555f;
+  --attn-bg: #ffffff;
+  --attn-panel: #f4f4f6;
+  --attn-line: #d5d5dc;
+  --attn-bar: #2b5cad;
+  --attn-bar-soft: #9db6e0;
+  --attn-uniform: #b3540a;
+  --attn-focus: #1a66d6;
+  --attn-error: #b3261e;
+  --attn-error-bg: #fdecea;
+  display: block;
+  container-type: inline-size;
+  color: var(--attn-fg);
+  font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
+  font-variant-numeric: tabular-nums;
+  min-width: 0;
+  text-align: start;
+}
+@media (prefers-color-scheme: dark) {
+  :host {
+    --attn-fg: #e9e9ef;
+    --attn-muted: #a9a9b6;
+    --attn-bg: #16161b;
+    --attn-panel: #202027;
+    --attn-line: #3b3b46;
+    --attn-bar: #7fa6f5;
+    --attn-bar-soft: #3b5587;
+    --attn-uniform: #ffa552;
+    --attn-focus: #8ab4ff;
+    --attn-error: #ffb4ab;
+    --attn-error-bg: #3a1d1b;
+  }
+}
+* { box-sizing: border-box; }
+[hidden] { display: none !important; }
+button, input, select { font: inherit; color: inherit; }
+button {
+  cursor: pointer;
+  border: 1px solid var(--attn-line);
+  background: var(--attn-panel);
+  border-radius: 6px;
+  padding: 0.25em 0.7em;
+  min-height: 2.1em;
+}
+button:hover { border-color: var(--attn-muted); }
+:focus-visible { outline: 3px solid var(--attn-focus); outline-offset: 2px; }
+.primary { background: var(--attn-bar); color: var(--attn-bg); border-color: var(--attn-bar); font-weight: 600; }
+.status {
+  display: flex; flex-wrap: wrap; align-items: center; gap: 0.3em 0.8em;
+  min-height: 2.6em; padding: 0.3em 0.6em; margin-bottom: 0.6em;
+  border-radius: 6px; background: var(--attn-panel); color: var(--attn-muted); font-size: 0.86em;
+}
+.status .badge {
+  font-weight: 700; text-transform: uppercase; letter-spacing: 0.04em; font-size: 0.85em;
+  padding: 0.05em 0.45em; border-radius: 4px; border: 1px solid currentColor;
+}
+.status[data-mode="live"] .badge { color: var(--attn-bar); }
+.status[data-mode="error"] { background: var(--attn-error-bg); color: var(--attn-error); }
+.status .message { flex: 1 1 16em; min-width: 0; overflow-wrap: anywhere; display: grid; }
+.status .message > span { grid-area: 1 / 1; }
+.status .message > .inactive { visibility: hidden; }
+.placeholder {
+  display: grid; place-items: center; text-align: center; min-height: 12em; padding: 1em;
+  border: 1px dashed var(--attn-line); border-radius: 8px; color: var(--attn-muted);
+}
+.muted { color: var(--attn-muted); }
+.small { font-size: 0.86em; }
+.mono { font-family: ui-monospace, "SF Mono", Menlo, Consolas, monospace; }
+.visually-hidden {
+  position: absolute !important; left: 0; top: 0; width: 1px; height: 1px; overflow: hidden;
+  clip: rect(0 0 0 0); clip-path: inset(50%); white-space: nowrap;
+}
+details.data { margin-top: 0.6em; font-size: 0.86em; }
+details.data summary { cursor: pointer; color: var(--attn-muted); }
+.table-scroll { overflow-x: auto; max-width: 100%; position: relative; }
+table.values { border-collapse: collapse; margin-top: 0.4em; }
+table.values th, table.values td { padding: 0.15em 0.6em; border-bottom: 1px solid var(--attn-line); text-align: right; white-space: nowrap; }
+table.values th:first-child, table.values td:first-child { text-align: left; }
+.special { font-style: italic; color: var(--attn-muted); }
+
+/* The labelled bar chart of one attention row; it is a table, so it reads as one. */
+table.bars { width: 100%; max-width: 40em; border-collapse: collapse; table-layout: fixed; }
+table.bars caption { text-align: left; font-size: 0.86em; color: var(--attn-muted); padding-bottom: 0.3em; caption-side: top; }
+table.bars th { width: 7.5em; text-align: right; font-weight: 400; padding: 0 0.5em 0 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+table.bars td.track { position: relative; padding: 0; height: 1.5em; }
+table.bars td.value { width: 4.2em; text-align: right; padding-left: 0.4em; white-space: nowrap; }
+table.bars .bar { position: absolute; left: 0; top: 0.2em; bottom: 0.2em; background: var(--attn-bar); border-radius: 0 3px 3px 0; min-width: 1px; }
+table.bars .uniform { position: absolute; top: 0; bottom: 0; width: 0; border-left: 2px dashed var(--attn-uniform); }
+table.bars tr.selected th { font-weight: 700; }
+table.bars tr.top td.value { font-weight: 700; }
+table.bars.compact th { width: 5.5em; }
+table.bars.compact td.track { height: 1.25em; }
+.legend { display: flex; flex-wrap: wrap; gap: 0.2em 1em; font-size: 0.82em; color: var(--attn-muted); margin-top: 0.3em; }
+.legend .swatch-line { display: inline-block; width: 1.4em; border-top: 2px dashed var(--attn-uniform); vertical-align: middle; margin-right: 0.3em; }
+.legend .swatch-bar { display: inline-block; width: 1.4em; height: 0.7em; background: var(--attn-bar); vertical-align: middle; margin-right: 0.3em; border-radius: 2px; }
+.facts { display: flex; flex-wrap: wrap; gap: 0.2em 1.2em; margin-top: 0.5em; font-size: 0.92em; }
+.facts b { font-weight: 650; }
+@media (prefers-reduced-motion: no-preference) {
+  table.bars .bar { transition: width 180ms ease-out; }
+}
+`;
