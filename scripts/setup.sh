@@ -7,7 +7,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 packages=(cmake g++ make pkg-config libeigen3-dev googletest libgtest-dev emscripten unicode-data
           python3 python3-numpy python3-torch libopenblas0-pthread chromium)
 if [[ "${1:-}" == "--train" ]]; then
-  packages+=(dict-gcide wordnet-base fortunes bible-kjv-text debian-reference-en)
+  packages+=(dict-gcide wordnet-base fortunes bible-kjv bible-kjv-text debian-reference-en)
 fi
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
