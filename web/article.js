@@ -142,6 +142,9 @@ function facts(view) {
   if (model) {
     f.modelName = model.name;
     f.modelNote = model.note;
+  } else if (view.mode === 'error') {
+    f.modelName = 'not loaded';
+    f.modelNote = 'see the message below';
   }
   const r = view.result;
   if (!r) return f;
@@ -230,6 +233,8 @@ function openInstrument() {
 }
 
 document.addEventListener(EVENTS.select, (event) => {
+  // Only the live model can analyse a new sentence; the example answers the rest.
+  if (!store.get().live && event.detail.sentence !== undefined) return;
   const patch = {};
   for (const key of ['sentence', 'token', 'layer', 'head', 'showSpecial']) {
     if (event.detail[key] !== undefined) patch[key] = event.detail[key];

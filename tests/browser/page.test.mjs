@@ -75,7 +75,7 @@ async function openPage({ viewport = { width: 1280, height: 900 }, path = '', co
 async function openInstrument(page) {
   await page.locator('#open').waitFor({ state: 'visible', timeout: LOAD_TIMEOUT_MS });
   await page.click('#open');
-  await page.locator('attention-instrument .status[data-mode="live"]').waitFor();
+  await page.locator('#instrument .status[data-mode="live"]').waitFor();
 }
 
 // The engine's own row for (sentence, layer, head, token), from the page's shared engine.
@@ -96,7 +96,7 @@ async function engineTokens(page, sentence) {
 
 // What the instrument's row chart shows: its selection and every bar's full-precision value.
 async function displayedRow(page) {
-  return page.locator('attention-instrument table.bars').evaluate((table) => ({
+  return page.locator('#instrument table.bars').evaluate((table) => ({
     sentence: table.dataset.sentence,
     layer: Number(table.dataset.layer),
     head: Number(table.dataset.head),
@@ -107,10 +107,10 @@ async function displayedRow(page) {
 }
 
 async function typeSentence(page, sentence) {
-  const input = page.locator('attention-instrument input#sentence');
+  const input = page.locator('#instrument input#sentence');
   await input.fill(sentence);
   await input.press('Enter');
-  await page.waitForFunction((text) => document.querySelector('attention-instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, sentence);
+  await page.waitForFunction((text) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, sentence);
 }
 
 async function checkDisplayedAgainstEngine(page, expected) {
@@ -150,7 +150,7 @@ describe('article page', { timeout: 240000 }, () => {
     const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
     const totalBytes = manifest.engine.bytes + manifest.models[manifest.default].bytes;
     const { page, context, errors } = await openPage({ throttleBytesPerSecond: Math.max(4e6, totalBytes / 1.5) });
-    await page.locator('attention-instrument .status[data-mode="example"]').waitFor();
+    await page.locator('#instrument .status[data-mode="example"]').waitFor();
     const exampleRow = await displayedRow(page);
     const before = await headingTops(page);
     await page.locator('#open').waitFor({ state: 'visible', timeout: LOAD_TIMEOUT_MS });
@@ -162,8 +162,8 @@ describe('article page', { timeout: 240000 }, () => {
     assert.match(await page.locator('#progress-text').textContent(), /100%/);
 
     await page.click('#open');
-    await page.locator('attention-instrument .status[data-mode="live"]').waitFor();
-    assert.equal(await page.evaluate(() => document.querySelector('attention-instrument').shadowRoot.activeElement?.id), 'sentence');
+    await page.locator('#instrument .status[data-mode="live"]').waitFor();
+    assert.equal(await page.evaluate(() => document.getElementById('instrument').shadowRoot.activeElement?.id), 'sentence');
     // The live instrument opens on the example's sentence and selection, with the engine's numbers.
     const liveRow = await checkDisplayedAgainstEngine(page, { sentence: exampleRow.sentence, token: exampleRow.token });
     assert.deepEqual([liveRow.layer, liveRow.head], [exampleRow.layer, exampleRow.head]);
@@ -181,7 +181,7 @@ describe('article page', { timeout: 240000 }, () => {
     const sentences = [presets()[2], 'Crème brûlée, naïve café \u2014 déjà vu!', presets()[1]];
     for (const sentence of sentences) {
       await typeSentence(page, sentence);
-      const chips = page.locator('attention-instrument button.chip');
+      const chips = page.locator('#instrument button.chip');
       const texts = await chips.allTextContents();
       assert.deepEqual(texts, await engineTokens(page, sentence));
       for (let i = 0; i < texts.length; ++i) {
@@ -198,17 +198,17 @@ describe('article page', { timeout: 240000 }, () => {
     await openInstrument(page);
     const first = await displayedRow(page);
     const target = { layer: (first.layer + 1) % 4, head: (first.head + 2) % 4 };
-    await page.click(`attention-instrument button.cell[data-layer="${target.layer}"][data-head="${target.head}"]`);
+    await page.click(`#instrument button.cell[data-layer="${target.layer}"][data-head="${target.head}"]`);
     const switched = await checkDisplayedAgainstEngine(page, { sentence: first.sentence, token: first.token });
     assert.deepEqual([switched.layer, switched.head], [target.layer, target.head]);
     assert.notDeepEqual(switched.values, first.values, 'another head showed the same row');
     assert.equal(await page.locator(`attention-heads button.multiple[aria-pressed="true"]`).getAttribute('data-layer'), String(target.layer));
 
     // Arrow keys: right moves to the next token, down to the next layer.
-    await page.locator('attention-instrument button.chip[aria-pressed="true"]').focus();
+    await page.locator('#instrument button.chip[aria-pressed="true"]').focus();
     await page.keyboard.press('ArrowRight');
     assert.equal((await displayedRow(page)).token, first.token + 1);
-    await page.locator('attention-instrument button.cell[aria-pressed="true"]').focus();
+    await page.locator('#instrument button.cell[aria-pressed="true"]').focus();
     await page.keyboard.press(target.layer < 3 ? 'ArrowDown' : 'ArrowUp');
     const moved = await checkDisplayedAgainstEngine(page, { sentence: first.sentence, token: first.token + 1 });
     assert.equal(moved.layer, target.layer < 3 ? target.layer + 1 : target.layer - 1);
@@ -221,7 +221,7 @@ describe('article page', { timeout: 240000 }, () => {
     const sentence = 'Dogs chase the ball, and the ball rolls away.';
     await typeSentence(page, sentence);
     const tokens = await engineTokens(page, sentence);
-    assert.deepEqual(await page.locator('attention-instrument button.chip').allTextContents(), tokens);
+    assert.deepEqual(await page.locator('#instrument button.chip').allTextContents(), tokens);
     await checkDisplayedAgainstEngine(page, { sentence });
     const n = tokens.length;
     assert.equal(await page.locator('attention-mechanism table.mechanism tbody tr').count(), n);
@@ -234,6 +234,39 @@ describe('article page', { timeout: 240000 }, () => {
       assert.equal(await panel.locator('tbody tr').count(), n);
     }
     assert.equal(await page.locator('[data-fact="n"]').first().textContent(), String(n));
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('a figure used on its own follows its attributes and keeps its choices to itself', async () => {
+    const { page, context, errors } = await openPage();
+    await openInstrument(page);
+    const articleRow = await displayedRow(page);
+    const sentence = 'Dogs bark at the mailman every morning.';
+    await page.evaluate((text) => {
+      const el = document.createElement('attention-instrument');
+      el.id = 'standalone';
+      el.setAttribute('sentence', text);
+      el.setAttribute('word', 'bark');
+      el.setAttribute('layer', '2');
+      el.setAttribute('head', '3');
+      document.querySelector('main').prepend(el);
+    }, sentence);
+    const table = page.locator('#standalone table.bars');
+    await page.locator('#standalone .status[data-mode="live"]').waitFor();
+    const read = () => table.evaluate((t) => ({ sentence: t.dataset.sentence, layer: Number(t.dataset.layer), head: Number(t.dataset.head), token: Number(t.dataset.token), values: [...t.querySelectorAll('tbody tr')].map((tr) => tr.dataset.value) }));
+    const tokens = await engineTokens(page, sentence);
+    let shown = await read();
+    assert.deepEqual([shown.sentence, shown.layer, shown.head, shown.token], [sentence, 1, 2, tokens.indexOf('bark')]);
+    assert.deepEqual(shown.values, await engineRow(page, shown));
+    await page.evaluate(() => document.getElementById('standalone').setAttribute('head', '1'));
+    shown = await read();
+    assert.equal(shown.head, 0);
+    assert.deepEqual(shown.values, await engineRow(page, shown));
+    await page.locator('#standalone button.chip').nth(1).click();
+    assert.equal(await page.locator('#standalone').getAttribute('word'), '1');
+    assert.equal((await read()).token, 1);
+    assert.deepEqual(await displayedRow(page), articleRow, 'a choice in the standalone figure changed the article');
     assert.deepEqual(errors, []);
     await context.close();
   });
@@ -299,8 +332,8 @@ describe('article page', { timeout: 240000 }, () => {
     for (const sentence of hostile) {
       await typeSentence(page, sentence);
       const tokens = await engineTokens(page, sentence);
-      assert.deepEqual(await page.locator('attention-instrument button.chip').allTextContents(), tokens);
-      assert.equal(await page.locator('attention-instrument input#sentence').inputValue(), sentence);
+      assert.deepEqual(await page.locator('#instrument button.chip').allTextContents(), tokens);
+      assert.equal(await page.locator('#instrument input#sentence').inputValue(), sentence);
       assert.deepEqual(await countTags(), baseline, `elements appeared for ${sentence}`);
     }
     await page.waitForTimeout(200);
@@ -320,7 +353,7 @@ describe('article page', { timeout: 240000 }, () => {
       { name: 'desktop-dark', viewport: { width: 1280, height: 900 }, colorScheme: 'dark' },
     ]) {
       const { page, context, errors } = await openPage({ viewport, colorScheme });
-      await page.locator('attention-instrument .status[data-mode="example"]').waitFor();
+      await page.locator('#instrument .status[data-mode="example"]').waitFor();
       const scrollWidth = () => page.evaluate(() => document.documentElement.scrollWidth);
       assert.ok(await scrollWidth() <= viewport.width, `${name}: example page is ${await scrollWidth()} px wide`);
       await page.screenshot({ path: join(artifacts, `page-${name}-example.png`), fullPage: name !== 'desktop-dark' });

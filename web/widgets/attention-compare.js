@@ -59,7 +59,6 @@ class AttentionCompare extends AttentionFigure {
       rowChart({ tokens: result.tokens, roles: result.roles, row: rollout, selected: token, showSpecial: view.showSpecial, compact: true, digits: 3,
         caption: `\u201c${word}\u201d through attention rollout` })));
     this.bodyEl.replaceChildren(h('div.panels', {}, panels), barLegend(rollout, 1, 'weight (each panel scaled to its own largest weight)'));
-    this.bodyEl.inert = this.isExample(view);
   }
 }
 

@@ -76,7 +76,6 @@ class AttentionHeads extends AttentionFigure {
         h('span', {}, h('span.swatch-line'), `uniform 1/${n}`)),
       h('details.data', {}, h('summary', { text: 'All sixteen rows as a table' }), h('div.table-scroll', {}, table)));
     if (focused !== undefined) this.bodyEl.querySelector(`[data-index="${focused}"]`)?.focus();
-    this.bodyEl.inert = this.isExample(view);
   }
 }
 

@@ -14,6 +14,8 @@ const MAX_INPUT = 1000;
 
 class AttentionInstrument extends AttentionFigure {
   static css = `
+  fieldset.sentence { border: 0; margin: 0; padding: 0; min-width: 0; }
+  fieldset.sentence:disabled { opacity: 0.75; }
   form { display: flex; flex-wrap: wrap; gap: 0.4em; align-items: center; }
   form label { width: 100%; font-weight: 600; }
   form input[type=text] {
@@ -58,7 +60,6 @@ class AttentionInstrument extends AttentionFigure {
       this._frame = false;
       return;
     }
-    this.bodyEl.inert = this.isExample(view);
     if (!this._built || this._built.result !== view.result || this._built.showSpecial !== view.showSpecial) {
       this.build(view);
     }
@@ -74,9 +75,11 @@ class AttentionInstrument extends AttentionFigure {
       on: { input: () => this.onTyping() },
     });
     this.input = input;
-    const form = h('form', { on: { submit: (e) => { e.preventDefault(); this.commitSentence(); } } },
-      h('label', { for: 'sentence', text: 'Sentence' }), input,
-      h('button', { type: 'submit', text: 'Analyse' }));
+    // Until the live model is open the sentence is the example's; tokens and heads still answer.
+    this.sentenceControls = h('fieldset.sentence', {},
+      h('form', { on: { submit: (e) => { e.preventDefault(); this.commitSentence(); } } },
+        h('label', { for: 'sentence', text: 'Sentence' }), input,
+        h('button', { type: 'submit', text: 'Analyse' })));
     const presets = h('div.presets', { role: 'group', 'aria-label': 'Preset sentences' },
       PRESETS.map((text) => h('button', { type: 'button', title: text, text, on: { click: () => { input.value = text; this.commitSentence(); } } })));
     this.inputError = h('div.input-error', { role: 'alert' });
@@ -90,8 +93,9 @@ class AttentionInstrument extends AttentionFigure {
     this.rowSlot = h('div.row');
     this.factsSlot = h('div.facts', { 'aria-live': 'polite' });
     this.tableSlot = h('div.table-scroll');
+    this.sentenceControls.append(presets);
     this.bodyEl.replaceChildren(
-      form, presets, this.inputError, h('label.options', {}, this.specialBox, ' Show [CLS] and [SEP]'), this.tokensSlot,
+      this.sentenceControls, this.inputError, h('label.options', {}, this.specialBox, ' Show [CLS] and [SEP]'), this.tokensSlot,
       h('div.grid', {},
         h('div', {},
           h('div.picker-title', { text: 'Layer \u00d7 head: each square is that head\u2019s whole attention matrix for this sentence (rows: tokens reading, columns: tokens read). The outlined strip is the selected token\u2019s row.' }),
@@ -160,6 +164,7 @@ class AttentionInstrument extends AttentionFigure {
       this.input.value = view.sentence;
     }
     this.inputError.textContent = view.inputError ?? '';
+    this.sentenceControls.disabled = this.isExample(view);
     this.chips.forEach((chip, i) => {
       chip.setAttribute('aria-pressed', String(i === token));
       chip.tabIndex = i === token ? 0 : -1;

@@ -67,7 +67,8 @@ class AttentionMechanism extends AttentionFigure {
     const { result, token, layer, head } = view;
     const m = mechanism(result, layer, head, token);
     if (!m) {
-      this.renderPlaceholder({ mode: 'loading' });
+      this.bodyEl.replaceChildren(h('div.placeholder', { style: { 'min-height': AttentionMechanism.placeholderHeight } },
+        h('p', { text: 'The example holds the vectors of its opening selection only. Open the instrument to take this row apart.' })));
       return;
     }
     const dark = prefersDark();
@@ -128,7 +129,6 @@ class AttentionMechanism extends AttentionFigure {
       h('li', {},
         h('div.step-title', { text: 'The result is the row the instrument shows' }),
         h('p.check', { text: `Recomputed here in JavaScript from q and k; the largest difference from the engine\u2019s row is ${m.maxDifference.toExponential(1)}. Without the division by ${fmt(m.scale, 0)} the largest weight would be ${fmt(Math.max(...m.unscaled), 3)} instead of ${fmt(m.weights[top], 3)}.` }))));
-    this.bodyEl.inert = this.isExample(view);
   }
 }
 

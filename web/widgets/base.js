@@ -5,8 +5,24 @@
 //     ready: engine loaded, sentence }
 // The article hands every figure the same view. Readers' choices leave a figure as events
 // (bubbling out of the shadow root) so that the page's state decides what happens.
+import { DEFAULT_MANIFEST_URL, getEngine, onEngineProgress } from '../engine/engine.js';
+import { describeModel, resolveSelection, ROLE } from './data.js';
 import { h } from './dom.js';
 import { BASE_CSS } from './style.js';
+
+// Attributes of a figure used on its own (outside the article): with a `sentence` attribute
+// the figure loads the page's shared engine itself and follows its attributes. Layer and head
+// count from 1, as the figures label them; `word` is a token's text or its position (0 is
+// [CLS]).
+export const ATTRIBUTES = Object.freeze({
+  sentence: 'sentence',
+  word: 'word',
+  layer: 'layer',
+  head: 'head',
+  hideSpecial: 'hide-special',
+  modelSrc: 'model-src',
+  manifestSrc: 'manifest-src',
+});
 
 export const EVENTS = Object.freeze({
   select: 'attention-select',  // detail: a patch of {sentence, token, layer, head, showSpecial}
@@ -25,6 +41,8 @@ export function progressText(progress) {
 }
 
 export class AttentionFigure extends HTMLElement {
+  static observedAttributes = Object.values(ATTRIBUTES);
+
   constructor() {
     super();
     this._view = null;
@@ -44,6 +62,87 @@ export class AttentionFigure extends HTMLElement {
     this._view = view;
     this.renderStatus(view);
     if (this.bodyChanged(view, previous)) this.render(view, previous);
+  }
+
+  connectedCallback() {
+    if (this.hasAttribute(ATTRIBUTES.sentence)) this.standalone();
+  }
+
+  attributeChangedCallback() {
+    if (this._standalone) this.refreshStandalone();
+  }
+
+  // Drives the figure from its own attributes and the page's shared engine. The reader's
+  // choices become attribute changes and stop here, so they never reach a host page's state.
+  standalone() {
+    if (this._standalone) return;
+    this._standalone = { engine: null, error: null, progress: null };
+    this.addEventListener(EVENTS.select, (event) => {
+      event.stopPropagation();
+      const d = event.detail;
+      if (d.sentence !== undefined) {
+        this.setAttribute(ATTRIBUTES.sentence, d.sentence);
+        this.removeAttribute(ATTRIBUTES.word);
+      }
+      if (d.token !== undefined) this.setAttribute(ATTRIBUTES.word, String(d.token));
+      if (d.layer !== undefined) this.setAttribute(ATTRIBUTES.layer, String(d.layer + 1));
+      if (d.head !== undefined) this.setAttribute(ATTRIBUTES.head, String(d.head + 1));
+      if (d.showSpecial !== undefined) this.toggleAttribute(ATTRIBUTES.hideSpecial, !d.showSpecial);
+    });
+    this.addEventListener(EVENTS.retry, (event) => {
+      event.stopPropagation();
+      this.loadStandalone();
+    });
+    onEngineProgress((progress) => {
+      this._standalone.progress = progress;
+      if (!this._standalone.engine) this.refreshStandalone();
+    });
+    this.loadStandalone();
+  }
+
+  loadStandalone() {
+    const state = this._standalone;
+    state.error = null;
+    const base = document.baseURI;
+    const manifest = this.getAttribute(ATTRIBUTES.manifestSrc);
+    const model = this.getAttribute(ATTRIBUTES.modelSrc);
+    const options = { manifestUrl: manifest ? new URL(manifest, base).href : DEFAULT_MANIFEST_URL };
+    if (model) options.modelUrl = new URL(model, base).href;
+    this.refreshStandalone();
+    getEngine(options).then((engine) => {
+      state.engine = engine;
+      this.refreshStandalone();
+    }, (error) => {
+      state.error = { message: error.message, kind: error.kind };
+      this.refreshStandalone();
+    });
+  }
+
+  refreshStandalone() {
+    const { engine, error, progress } = this._standalone;
+    const sentence = this.getAttribute(ATTRIBUTES.sentence) ?? '';
+    const view = {
+      mode: engine ? 'live' : error ? 'error' : 'loading', error, progress, ready: Boolean(engine),
+      model: engine ? describeModel(engine.info) : null, sentence, result: null,
+      showSpecial: !this.hasAttribute(ATTRIBUTES.hideSpecial),
+    };
+    if (engine) {
+      try {
+        view.result = engine.analyze(sentence);
+      } catch (analysisError) {
+        view.mode = 'error';
+        view.error = { message: analysisError.message, kind: analysisError.kind };
+      }
+    }
+    if (view.result) {
+      const word = this.getAttribute(ATTRIBUTES.word) ?? '';
+      const tokens = view.result.tokens;
+      let token = /^\d+$/.test(word) ? Number(word) : tokens.findIndex((t, i) => t.text.toLowerCase() === word.toLowerCase() && view.result.roles[i] !== ROLE.cls);
+      if (!(token >= 0 && token < tokens.length)) token = -1;
+      const oneBased = (name) => (/^\d+$/.test(this.getAttribute(name) ?? '') ? Number(this.getAttribute(name)) - 1 : -1);
+      Object.assign(view, resolveSelection(view.result, { token, layer: oneBased(ATTRIBUTES.layer), head: oneBased(ATTRIBUTES.head) }, word));
+    }
+    this.view = view;
   }
 
   emit(name, detail = {}) {
@@ -110,7 +209,8 @@ export class AttentionFigure extends HTMLElement {
     return false;
   }
 
-  // True when the example is shown: the figure is then a picture, not yet an instrument.
+  // True when the precomputed example is shown: the sentence cannot change until the live
+  // model is open.
   isExample(view) {
     return view.mode !== 'live';
   }

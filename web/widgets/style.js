@@ -63,7 +63,7 @@ button:hover { border-color: var(--attn-muted); }
 .status[data-mode="live"] .badge { color: var(--attn-bar); }
 .status[data-mode="error"] { background: var(--attn-error-bg); color: var(--attn-error); }
 .status .message { flex: 1 1 16em; min-width: 0; overflow-wrap: anywhere; display: grid; }
-.status .message > span { grid-area: 1 / 1; }
+.status .message > span { grid-area: 1 / 1; align-self: center; }
 .status .message > .inactive { visibility: hidden; }
 .placeholder {
   display: grid; place-items: center; text-align: center; min-height: 12em; padding: 1em;
