@@ -7,6 +7,8 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFi
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { makeExamples } from './make_examples.mjs';
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
 let defaultName = null;
@@ -63,3 +65,11 @@ const manifest = {
 };
 writeFileSync(join(modelsDir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
 console.log(`build_site: engine ${wasm.length} bytes; models ${names.map((n) => `${n} (${models[n].bytes} bytes)`).join(', ')}; default ${chosen}`);
+
+// The article draws these before the engine has loaded; they need the native CLI.
+const cli = join(root, 'build', 'native', 'attention-cli');
+if (existsSync(cli)) {
+  await makeExamples({ manifestPath: join(modelsDir, 'manifest.json'), outDir: join(root, 'web', 'examples'), cli });
+} else {
+  console.warn(`build_site: ${cli} is missing, so the article has no precomputed example (run scripts/build.sh native).`);
+}
