@@ -35,6 +35,7 @@ const megabytes = (bytes) => (bytes / 1e6).toFixed(1);
 export function progressText(progress) {
   if (!progress) return 'Starting the download of the engine and the model\u2026';
   const percent = Math.floor(progress.percent ?? 0);
+  if (percent >= 100) return `Downloaded ${megabytes(progress.loaded)} MB (100%); starting the engine\u2026`;
   return progress.total
     ? `Loading the live model: ${megabytes(progress.loaded)} of ${megabytes(progress.total)} MB (${percent}%)`
     : `Loading the live model: ${megabytes(progress.loaded)} MB`;

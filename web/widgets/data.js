@@ -175,7 +175,7 @@ export function describeModel(info) {
   const source = typeof provenance.source === 'string' ? provenance.source : '';
   const name = String(info?.name ?? 'unnamed model');
   const text = `${name} ${source} ${provenance.generator ?? ''}`.toLowerCase();
-  const trainingKeys = ['training', 'train', 'corpus', 'steps', 'trained_by', 'trainer'];
+  const trainingKeys = ['training', 'steps', 'tokens_seen', 'train_seconds', 'corpus_manifest_sha256', 'corpus'];
   const trained = trainingKeys.some((k) => k in provenance) || /trained here|train_default_model/.test(text);
   let kind;
   let note;

@@ -24,7 +24,7 @@ class SoftmaxLab extends AttentionFigure {
   .lab { display: grid; grid-template-columns: auto minmax(6em, 1fr) 3.4em minmax(5em, 1fr) 4.2em; gap: 0.35em 0.6em; align-items: center; }
   .lab .head { font-size: 0.8em; color: var(--attn-muted); }
   @container (max-width: 479px) {
-    .lab { grid-template-columns: auto 1fr 3em; }
+    .lab { grid-template-columns: auto 1fr 4.4em; }
     .lab .head { display: none; }
     .lab .track { grid-column: 1 / span 2; margin-bottom: 0.5em; }
     .lab output { align-self: start; }
@@ -33,7 +33,7 @@ class SoftmaxLab extends AttentionFigure {
   .lab .track { position: relative; height: 1.3em; background: var(--attn-panel); border-radius: 3px; }
   .lab .bar { position: absolute; left: 0; top: 0; bottom: 0; background: var(--attn-bar); border-radius: 0 3px 3px 0; }
   .lab .uniform { position: absolute; top: 0; bottom: 0; border-left: 2px dashed var(--attn-uniform); }
-  .lab output, .lab .score { text-align: right; }
+  .lab output, .lab .score { text-align: right; white-space: nowrap; }
   .settings { display: flex; flex-wrap: wrap; gap: 0.4em; margin: 0.8em 0 0.4em; }
   @media (prefers-reduced-motion: no-preference) { .lab .bar { transition: width 120ms ease-out; } }
   `;

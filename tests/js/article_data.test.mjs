@@ -1,0 +1,103 @@
+// The article's data helpers (web/widgets/data.js, web/state.js) in Node: row statistics on
+// hand-worked rows, the model description from each kind of provenance, the URL hash read as
+// data, and the mechanism figure's recomputation of a row from q and k against the wasm engine.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+import { createEngine, rowStats } from '../../web/engine/engine.js';
+import { formatHash, parseHash } from '../../web/state.js';
+import { describeModel, mechanism, resolveSelection, rowSummary, softmax } from '../../web/widgets/data.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const fixtures = process.env.ATTN_FIXTURES_DIR ?? join(root, 'build', 'fixtures');
+// q.k/8 and the softmax in double precision against the engine's float32 forward pass.
+const MECHANISM_TOLERANCE = 1e-5;
+
+test('row summary of hand-worked rows', () => {
+  const uniform = rowSummary(Float32Array.from([0.25, 0.25, 0.25, 0.25]));
+  assert.equal(uniform.ratioToUniform, 1);
+  assert.ok(Math.abs(uniform.entropy - Math.log(4)) < 1e-12);
+  assert.ok(Math.abs(uniform.normalizedEntropy - 1) < 1e-12);
+  const peaked = rowSummary([0, 1, 0]);
+  assert.deepEqual([peaked.argmax, peaked.max, peaked.ratioToUniform, peaked.entropy], [1, 1, 3, 0]);
+  const mixed = rowSummary([0.5, 0.25, 0.25]);
+  assert.ok(Math.abs(mixed.entropy - 1.5 * Math.log(2)) < 1e-12);
+  assert.equal(mixed.ratioToUniform, 1.5);
+});
+
+test('softmax sums to 1, is shift-invariant and uniform for equal scores', () => {
+  assert.deepEqual(softmax([-1000, -1000, -1000, -1000]).weights, [0.25, 0.25, 0.25, 0.25]);
+  const a = softmax([1, 2, 3]).weights;
+  const b = softmax([101, 102, 103]).weights;
+  a.forEach((w, k) => assert.ok(Math.abs(w - b[k]) < 1e-15));
+  assert.ok(Math.abs(a.reduce((x, y) => x + y, 0) - 1) < 1e-15);
+  // e^0 : e^1 : e^2 over their sum, by hand.
+  const z = 1 + Math.E + Math.E ** 2;
+  assert.ok(Math.abs(a[2] - Math.E ** 2 / z) < 1e-15);
+});
+
+test('the model description follows the provenance', () => {
+  const random = describeModel({ name: 'random-mini-L4-H256-A4-seed2', provenance: JSON.stringify({ generator: 'scripts/make_random_model.py', source: 'random weights for tests; not a trained model' }) });
+  assert.equal(random.kind, 'random');
+  const converted = describeModel({ name: 'prajjwal1/bert-mini', provenance: JSON.stringify({ source: 'https://huggingface.co/prajjwal1/bert-mini (revision main)', converter: 'scripts/convert_model.py to-attn', files: {} }) });
+  assert.equal(converted.kind, 'converted');
+  assert.match(converted.note, /huggingface\.co\/prajjwal1\/bert-mini/);
+  const trained = describeModel({ name: 'attention-explainer-bert-mini-shaped (trained here; not prajjwal1/bert-mini)', provenance: JSON.stringify({ source: 'final', converter: 'scripts/convert_model.py to-attn', steps: 9000, tokens_seen: 1e8 }) });
+  assert.equal(trained.kind, 'trained');
+  assert.equal(trained.note, 'trained for this project, not the original bert-mini');
+  const unknown = describeModel({ name: 'x', provenance: 'not json' });
+  assert.equal(unknown.kind, 'unknown');
+  assert.equal(unknown.name, 'x');
+});
+
+test('the URL hash is read as data only', () => {
+  const state = { sentence: '<img src=x onerror=alert(1)> & #x', token: 3, layer: 1, head: 2, showSpecial: false };
+  assert.deepEqual(parseHash(formatHash(state)), state);
+  assert.deepEqual(parseHash('#t=-1&l=1e3&h=9999999&special=yes&constructor=1&__proto__=1'), {});
+  assert.deepEqual(parseHash(`#s=${'a'.repeat(5000)}`), {});
+  assert.deepEqual(parseHash(undefined), {});
+});
+
+test('the mechanism figure recomputes the engine\u2019s rows from q and k', async (t) => {
+  const modelPath = join(fixtures, 'mini.attn');
+  const wasm = join(root, 'build', 'wasm', 'attention_engine.wasm');
+  if (!existsSync(modelPath) || !existsSync(wasm)) {
+    t.skip(`needs ${modelPath} and ${wasm}`);
+    return;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'attn-article-'));
+  const manifest = {
+    default: 'm',
+    models: { m: { file: pathToFileURL(modelPath).href, bytes: readFileSync(modelPath).length, sha256: 'test' } },
+    engine: { glue: pathToFileURL(join(root, 'build', 'wasm', 'attention_engine.js')).href, wasm: pathToFileURL(wasm).href, bytes: 0, sha256: 'test' },
+  };
+  writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest));
+  const engine = await createEngine({ manifestUrl: pathToFileURL(join(dir, 'manifest.json')).href });
+  const result = engine.analyze('The keys to the cabinet are on the table.');
+  let largest = 0;
+  for (let layer = 0; layer < result.layers; ++layer) {
+    for (let head = 0; head < result.heads; ++head) {
+      for (let token = 0; token < result.n; ++token) {
+        const m = mechanism(result, layer, head, token);
+        largest = Math.max(largest, m.maxDifference);
+        assert.equal(m.scale, Math.sqrt(result.hidden / result.heads));
+      }
+    }
+  }
+  t.diagnostic(`largest |softmax(q.k/sqrt(d_head)) - engine attention| = ${largest.toExponential(2)} (bar ${MECHANISM_TOLERANCE})`);
+  assert.ok(largest <= MECHANISM_TOLERANCE, `mechanism differs from the engine by ${largest}`);
+  // The page's default head for a token is the one whose row the engine's own statistics (the
+  // C++ analysis) call sharpest.
+  const { token, layer, head } = resolveSelection(result, { token: -1, layer: -1, head: -1 }, 'keys');
+  assert.equal(result.tokens[token].text, 'keys');
+  const chosen = rowStats(result, layer, head, token, engine.rowStatFields).ratioToUniform;
+  for (let l = 0; l < result.layers; ++l) {
+    for (let h = 0; h < result.heads; ++h) {
+      assert.ok(rowStats(result, l, h, token, engine.rowStatFields).ratioToUniform <= chosen + 1e-6, `layer ${l} head ${h} is sharper than the default`);
+    }
+  }
+});
