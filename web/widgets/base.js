@@ -166,7 +166,7 @@ export class AttentionFigure extends HTMLElement {
       this._status = { messages, action, badge, actionEvent: null };
     }
     const { messages, action, badge } = this._status;
-    const what = view.result ? 'Example computed ahead of time with the same model.' : 'This figure needs the live model.';
+    const what = view.result ? `Example computed ahead of time with ${view.model?.name ?? 'the same model'}.` : 'This figure needs the live model.';
     const progress = view.progress ?? { loaded: 0, total: 0, percent: 0 };
     messages.loading.textContent = `${what} ${progressText(view.progress ? progress : null)}`;
     messages.ready.textContent = `${what} The live model is ready.`;

@@ -51,13 +51,6 @@ export function fmt(value, digits = 3) {
   return value < 0 && Number(text) !== 0 ? `\u2212${text}` : text;
 }
 
-// A token as a reader should see it: WordPiece continuations keep their ##.
-export function tokenLabel(token) {
-  return token.text;
-}
-
 export const headName = (layer, head) => `layer ${layer + 1}, head ${head + 1}`;
 export const headShort = (layer, head) => `L${layer + 1} H${head + 1}`;
 
-export const prefersReducedMotion = () =>
-  typeof matchMedia === 'function' && matchMedia('(prefers-reduced-motion: reduce)').matches;
