@@ -72,8 +72,8 @@ def hf_config(model):
     c = model.config
     extra = {"name": model.name, "provenance": model.provenance,
              "weights_sha256": weights_sha256(model.tensors)}
-    non_f32 = {name: dtype if dtype != "int8" else f"int8:{group}"
-               for name, (dtype, group) in model.precision.items() if dtype != "f32"}
+    non_f32 = {name: modelfile.rule_text(entry)
+               for name, entry in model.precision.items() if entry[0] != "f32"}
     if non_f32:
         extra["precision"] = non_f32
     return {
@@ -298,9 +298,8 @@ def model_from_hf(hf_dir, name=None, source=None, extra_provenance=None):
         model_name = name or recorded["name"]
         provenance = recorded["provenance"]
         precision = recorded.get("precision", {})
-        plan = [(tensor_name, rule.split(":")[0],
-                 int(rule.split(":")[1]) if rule.startswith("int8:") else None)
-                for tensor_name, rule in precision.items()]
+        plan = modelfile.parse_plan("\n".join(f"{tensor_name}={rule}"
+                                               for tensor_name, rule in precision.items()))
     else:
         model_name = name or hf.get("_name_or_path") or os.path.basename(
             os.path.abspath(hf_dir))

@@ -7,7 +7,8 @@ tensors from the config, in the order the README lists, and refuse any file that
     modelfile.write("out.attn", model, plan=modelfile.parse_plan("*.weight=int8:row"))
 
 Tensors are handed over and returned as float32 numpy arrays; the writer quantises them per the
-precision plan and the reader dequantises them (value = int8 x scale).
+precision plan and the reader dequantises them (value = integer x scale; for `rans` the
+integers are entropy-coded, scripts/rans.py).
 """
 
 import fnmatch
@@ -20,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import rans
+
 MAGIC = b"ATTNBERT"
 FORMAT_VERSION = 1
 HEADER_SIZE = 256
@@ -27,8 +30,11 @@ ENTRY_SIZE = 128
 NAME_FIELD_SIZE = 64
 DATA_ALIGN = 64
 
-F32, F16, INT8 = 0, 1, 2
-DTYPE_NAMES = {F32: "f32", F16: "f16", INT8: "int8"}
+F32, F16, INT8, RANS = 0, 1, 2, 3
+DTYPE_NAMES = {F32: "f32", F16: "f16", INT8: "int8", RANS: "rans"}
+# rans: integers in [-levels, levels]; 16383 keeps the alphabet below rANS's 2^15 slots.
+MAX_RANS_LEVELS = 16383
+DEFAULT_RANS_LEVELS = 127
 DTYPE_BY_NAME = {v: k for k, v in DTYPE_NAMES.items()}
 
 # Header: magic, version, header size, 7 config u32s, eps, num_tensors, flags, 5 (offset, bytes)
@@ -167,7 +173,8 @@ class Model:
     provenance: str  # a JSON object, kept as the exact text so round trips are bit-identical
     vocab: bytes     # vocab.txt content: one entry per line, "\n" after each
     tensors: dict
-    # name -> (dtype name, group size); filled by the reader, informative for the writer.
+    # name -> (dtype name, group size), or ("rans", group size, levels); filled by the reader,
+    # informative for the writer.
     precision: dict = field(default_factory=dict)
 
     @property
@@ -187,10 +194,13 @@ class Model:
 # ---------------------------------------------------------------------------------------------
 
 def parse_plan(text):
-    """A precision plan: entries `PATTERN=DTYPE[:GROUP]`, separated by commas or new lines
-    (`#` starts a comment). PATTERN is a shell glob over tensor names, the first match wins and
-    unmatched tensors are f32. DTYPE is f32, f16 or int8; GROUP (int8 only) is `tensor`, `row`
-    or a number of consecutive elements sharing one scale. Example: `*.weight=int8:row,*=f32`.
+    """A precision plan: entries `PATTERN=DTYPE[:GROUP[:LEVELS]]`, separated by commas or new
+    lines (`#` starts a comment). PATTERN is a shell glob over tensor names, the first match wins
+    and unmatched tensors are f32. DTYPE is f32, f16, int8 or rans. GROUP (int8 and rans) is
+    `tensor`, `row` (the default) or a number of consecutive elements sharing one scale. LEVELS
+    (rans only, default 127) sets the step: each group's largest magnitude / LEVELS, so rans:row:127
+    holds the same values as int8:row, entropy-coded. Example: `*.weight=rans:row:511,*=f32`.
+    Returns [(pattern, dtype, group or None, levels or None)].
     """
     plan = []
     for line in text.replace(",", "\n").splitlines():
@@ -199,74 +209,101 @@ def parse_plan(text):
             continue
         pattern, sep, rule = line.partition("=")
         if not sep or not pattern.strip():
-            raise ModelFileError(f"precision plan entry {line!r}: expected PATTERN=DTYPE[:GROUP]")
-        dtype, _, group = rule.strip().partition(":")
+            raise ModelFileError(f"precision plan entry {line!r}: expected "
+                                 f"PATTERN=DTYPE[:GROUP[:LEVELS]]")
+        dtype, _, rest = rule.strip().partition(":")
+        group, _, levels = rest.partition(":")
         if dtype not in DTYPE_BY_NAME:
             raise ModelFileError(f"precision plan entry {line!r}: dtype {dtype!r} is not one of "
                                  f"{', '.join(DTYPE_BY_NAME)}")
-        if dtype == "int8":
+        if dtype in ("int8", "rans"):
             group = group or "row"
             if group not in ("tensor", "row") and not (group.isdigit() and int(group) > 0):
                 raise ModelFileError(f"precision plan entry {line!r}: group {group!r} must be "
                                      f"'tensor', 'row' or a positive number")
             group = group if group in ("tensor", "row") else int(group)
         elif group:
-            raise ModelFileError(f"precision plan entry {line!r}: only int8 takes a group size")
-        plan.append((pattern.strip(), dtype, group or None))
+            raise ModelFileError(f"precision plan entry {line!r}: only int8 and rans take a "
+                                 f"group size")
+        if dtype == "rans":
+            levels = levels or str(DEFAULT_RANS_LEVELS)
+            if not (levels.isdigit() and 1 <= int(levels) <= MAX_RANS_LEVELS):
+                raise ModelFileError(f"precision plan entry {line!r}: levels {levels!r} must be "
+                                     f"a number from 1 to {MAX_RANS_LEVELS}")
+            levels = int(levels)
+        elif levels:
+            raise ModelFileError(f"precision plan entry {line!r}: only rans takes levels")
+        plan.append((pattern.strip(), dtype, group or None, levels or None))
     return plan
 
 
+def rule_text(entry):
+    """The plan rule ('f16', 'int8:256', 'rans:256:511') of one precision map entry."""
+    return ":".join(str(part) for part in entry if part != 0)
+
+
 def plan_from_precision(precision):
-    """A plan that reproduces a per-tensor precision map {name: (dtype name, group size)}."""
-    return [(name, dtype, group if dtype == "int8" else None)
-            for name, (dtype, group) in precision.items()]
+    """A plan that reproduces a per-tensor precision map {name: (dtype name, group size[,
+    levels])}."""
+    return parse_plan("\n".join(f"{name}={rule_text(entry)}" for name, entry in precision.items()))
 
 
 def format_precision(precision):
-    """A short summary such as 'f32' or 'int8:row+f32' of a {name: (dtype, group)} map."""
-    kinds = sorted({dtype for dtype, _ in precision.values()})
+    """A short summary such as 'f32' or 'f32+int8' of a precision map."""
+    kinds = sorted({entry[0] for entry in precision.values()})
     return "+".join(kinds) if kinds else "f32"
 
 
 def _resolve(plan, name, shape):
-    """(dtype code, group size) the plan gives this tensor; group size 0 unless int8."""
-    for pattern, dtype, group in plan or ():
+    """(dtype code, group size, levels) the plan gives this tensor; group size 0 unless int8 or
+    rans, levels 0 unless rans."""
+    for pattern, dtype, group, levels in plan or ():
         if fnmatch.fnmatchcase(name, pattern):
             break
     else:
-        return F32, 0
-    if dtype != "int8":
-        return DTYPE_BY_NAME[dtype], 0
+        return F32, 0, 0
+    if dtype not in ("int8", "rans"):
+        return DTYPE_BY_NAME[dtype], 0, 0
     numel = int(np.prod(shape))
     row = shape[-1]
     size = numel if group == "tensor" else row if group == "row" else int(group)
     if numel % size or (len(shape) == 2 and row % size and size % row):
         raise ModelFileError(
-            f"{name} {list(shape)}: int8 group size {size} must divide the element count "
+            f"{name} {list(shape)}: {dtype} group size {size} must divide the element count "
             f"{numel} and divide the row length {row} or be a multiple of it")
-    return INT8, size
+    return DTYPE_BY_NAME[dtype], size, levels or 0
 
 
 # ---------------------------------------------------------------------------------------------
 # Encoding and decoding of tensor bytes
 # ---------------------------------------------------------------------------------------------
 
-def _round_scale(scale):
-    """Rounds float32 scales to 17 significant bits. Then int8 x scale (7 + 17 bits) is exact in
-    float32, so dequantising and quantising again gives back the same scales and values: the
-    model file -> Hugging Face -> model file round trip stays bit-identical for int8 too."""
+def _round_scale(scale, levels=127):
+    """Rounds float32 scales to 24 - bits(levels) significant bits (17 for int8). Then
+    integer x scale is exact in float32, so dequantising and quantising again gives back the same
+    scales and values: the model file -> Hugging Face -> model file round trip stays
+    bit-identical for int8 and rans too."""
+    clear = int(levels).bit_length()
     bits = np.asarray(scale, dtype=np.float32).view(np.uint32)
-    return ((bits + np.uint32(0x40)) & np.uint32(0xFFFFFF80)).view(np.float32)
+    half, mask = np.uint32(1 << (clear - 1)), np.uint32((0xFFFFFFFF << clear) & 0xFFFFFFFF)
+    return ((bits + half) & mask).view(np.float32)
+
+
+def quantize(values, group, levels):
+    """Symmetric integers in [-levels, levels] per group of `group` consecutive elements, step =
+    the group's largest magnitude / levels: (int64 values, float32 scales)."""
+    flat = np.asarray(values, dtype=np.float32).reshape(-1, group).astype(np.float64)
+    max_abs = np.abs(flat).max(axis=1)
+    scales = _round_scale((max_abs / levels).astype(np.float32), levels)
+    safe = np.where(scales > 0, scales.astype(np.float64), 1.0)
+    q = np.clip(np.rint(flat / safe[:, None]), -levels, levels).astype(np.int64)
+    return q.reshape(-1), scales
 
 
 def quantize_int8(values, group):
     """Symmetric int8 per group of `group` consecutive elements: (int8 values, float32 scales)."""
-    flat = np.asarray(values, dtype=np.float32).reshape(-1, group).astype(np.float64)
-    max_abs = np.abs(flat).max(axis=1)
-    scales = _round_scale((max_abs / 127.0).astype(np.float32))
-    safe = np.where(scales > 0, scales.astype(np.float64), 1.0)
-    q = np.clip(np.rint(flat / safe[:, None]), -127, 127).astype(np.int8)
-    return q.reshape(-1), scales
+    q, scales = quantize(values, group, 127)
+    return q.astype(np.int8), scales
 
 
 def dequantize_int8(q, scales, group):
@@ -278,6 +315,9 @@ def _padded_int8_length(numel):
 
 
 def _encoded_size(dtype, numel, group):
+    """Bytes of a tensor in this dtype; for rans only known after coding (None)."""
+    if dtype == RANS:
+        return None
     if dtype == F32:
         return 4 * numel
     if dtype == F16:
@@ -285,7 +325,64 @@ def _encoded_size(dtype, numel, group):
     return _padded_int8_length(numel) + 4 * (numel // group)
 
 
-def _encode(name, values, dtype, group):
+def _encode_rans(values, group, levels):
+    """The rans layout of model_data/README.md: levels, lanes, frequencies, scales, states,
+    stream lengths, streams."""
+    q, scales = quantize(values, group, levels)
+    symbols = q + levels
+    freq = rans.frequencies(symbols, 2 * levels + 1)
+    states, streams = rans.encode(symbols, freq)
+    table = freq.astype("<u2").tobytes()
+    table += b"\0" * (-len(table) % 4)
+    return b"".join([struct.pack("<II", levels, len(streams)), table,
+                     scales.astype("<f4").tobytes(), states.astype("<u4").tobytes(),
+                     np.array([len(x) for x in streams], dtype="<u4").tobytes()] + streams)
+
+
+def _decode_rans(raw, numel, group):
+    """Values of a rans tensor, or ModelFileError naming the inconsistency."""
+    def take(count, dtype, what):
+        nonlocal at
+        size = count * np.dtype(dtype).itemsize
+        if at + size > len(raw):
+            raise ModelFileError(f"rans data ends inside its {what} ({len(raw)} bytes)")
+        values = np.frombuffer(raw, dtype=dtype, count=count, offset=at)
+        at += size
+        return values
+
+    at = 0
+    levels, lanes = (int(v) for v in take(2, "<u4", "header"))
+    if not 1 <= levels <= MAX_RANS_LEVELS:
+        raise ModelFileError(f"rans levels {levels}, expected 1 to {MAX_RANS_LEVELS}")
+    if lanes != -(-numel // rans.LANE_LENGTH):
+        raise ModelFileError(f"rans lane count {lanes}, expected {-(-numel // rans.LANE_LENGTH)} "
+                             f"for {numel} values in lanes of {rans.LANE_LENGTH}")
+    freq = take(2 * levels + 1, "<u2", "frequency table")
+    at += -at % 4
+    scales = take(numel // group, "<f4", "scales").astype(np.float32)
+    states = take(lanes, "<u4", "lane states")
+    lengths = take(lanes, "<u4", "stream lengths").astype(np.int64)
+    if at + int(lengths.sum()) != len(raw):
+        raise ModelFileError(f"rans streams take {int(lengths.sum())} bytes after offset {at}, "
+                             f"but the tensor has {len(raw)} bytes")
+    if int(freq.astype(np.int64).sum()) != rans.PROB_SCALE:
+        raise ModelFileError(f"rans frequencies sum to {int(freq.astype(np.int64).sum())}, "
+                             f"expected {rans.PROB_SCALE}")
+    if not np.all(np.isfinite(scales)):
+        raise ModelFileError("a rans scale is not finite")
+    ends = at + np.cumsum(lengths)
+    streams = [raw[end - length:end] for end, length in zip(ends, lengths)]
+    try:
+        symbols = rans.decode(states, streams, freq, numel)
+    except rans.RansError as e:
+        raise ModelFileError(f"rans streams are damaged: {e}") from None
+    q = symbols - levels
+    return (q.astype(np.float32).reshape(-1, group) * scales[:, None]).reshape(-1)
+
+
+def _encode(name, values, dtype, group, levels=0):
+    if dtype == RANS:
+        return _encode_rans(values, group, levels)
     if dtype == F32:
         return values.astype("<f4").tobytes()
     if dtype == F16:
@@ -299,6 +396,8 @@ def _encode(name, values, dtype, group):
 
 
 def _decode(raw, dtype, numel, group):
+    if dtype == RANS:
+        return _decode_rans(raw, numel, group)
     if dtype == F32:
         return np.frombuffer(raw, dtype="<f4", count=numel).astype(np.float32)
     if dtype == F16:
@@ -371,9 +470,9 @@ def serialize(model, plan=None):
     offset = 0
     for name, shape in expected:
         values = np.asarray(model.tensors[name], dtype=np.float32).reshape(-1)
-        dtype, group = _resolve(plan, name, shape)
-        blob = _encode(name, values, dtype, group)
-        assert len(blob) == _encoded_size(dtype, values.size, group)
+        dtype, group, levels = _resolve(plan, name, shape)
+        blob = _encode(name, values, dtype, group, levels)
+        assert dtype == RANS or len(blob) == _encoded_size(dtype, values.size, group)
         offset = _align(offset, DATA_ALIGN)
         padded_shape = list(shape) + [0] * (4 - len(shape))
         entries.append(_ENTRY.pack(name.encode("utf-8"), dtype, len(shape), *padded_shape,
@@ -514,7 +613,8 @@ def parse(buf, source="model file"):
         if any(buf[entry_start + 108:entry_start + ENTRY_SIZE]):
             fail(f"{tensor_name}: reserved bytes of its table entry are not zero")
         if dtype not in DTYPE_NAMES:
-            fail(f"{tensor_name}: unknown dtype {dtype} (known: 0 = f32, 1 = f16, 2 = int8)")
+            fail(f"{tensor_name}: unknown dtype {dtype} (known: 0 = f32, 1 = f16, 2 = int8, "
+                 f"3 = rans)")
         if ndim not in (1, 2):
             fail(f"{tensor_name}: ndim {ndim}, expected 1 or 2")
         shape = (s0, s1, s2, s3)
@@ -548,15 +648,16 @@ def parse(buf, source="model file"):
     spans = []
     for tensor_name, dtype, shape, offset, nbytes, group in table:
         numel = int(np.prod(shape))
-        if dtype == INT8:
+        if dtype in (INT8, RANS):
             row = shape[-1]
             if group == 0 or numel % group or (len(shape) == 2 and row % group and group % row):
-                fail(f"{tensor_name}: int8 group size {group} must divide the element count "
-                     f"{numel} and divide the row length {row} or be a multiple of it")
+                fail(f"{tensor_name}: {DTYPE_NAMES[dtype]} group size {group} must divide the "
+                     f"element count {numel} and divide the row length {row} or be a multiple "
+                     f"of it")
         elif group != 0:
             fail(f"{tensor_name}: group size {group} set on a {DTYPE_NAMES[dtype]} tensor")
         want = _encoded_size(dtype, numel, group)
-        if nbytes != want:
+        if want is not None and nbytes != want:
             fail(f"{tensor_name}: {nbytes} bytes, expected {want} for {DTYPE_NAMES[dtype]} "
                  f"{list(shape)}")
         if offset % DATA_ALIGN:
@@ -574,6 +675,8 @@ def parse(buf, source="model file"):
             fail(f"{tensor_name}: holds a non-finite value (NaN or infinity); {HOW_TO_FIX}")
         tensors[tensor_name] = values.reshape(shape)
         precision[tensor_name] = (DTYPE_NAMES[dtype], group)
+        if dtype == RANS:
+            precision[tensor_name] += (int(struct.unpack_from("<I", raw)[0]),)
     spans.sort()
     for (_, end, a), (start, _, b) in zip(spans, spans[1:]):
         if start < end:
@@ -600,8 +703,7 @@ def main(argv):
     print(f"name: {model.name}")
     print(f"config: {json.dumps(model.config.__dict__)}")
     for name, values in model.tensors.items():
-        dtype, group = model.precision[name]
-        print(f"{name:52s} {dtype:4s} {str(list(values.shape)):14s} group {group}")
+        print(f"{name:52s} {rule_text(model.precision[name]):16s} {list(values.shape)}")
     return 0
 
 

@@ -20,12 +20,14 @@ namespace attn::testing {
 
 struct WriterTensor {
   std::string name;
-  uint32_t dtype = 0;  // 0 f32, 1 f16, 2 int8
+  uint32_t dtype = 0;  // 0 f32, 1 f16, 2 int8, 3 rans
   uint32_t ndim = 1;
   std::array<uint32_t, 4> shape{};
   std::vector<float> values;       // f32 and f16 (f16: must be exactly representable)
   std::vector<int8_t> quantized;   // int8: numel values
-  std::vector<float> scales;       // int8: numel / group_size
+  std::vector<float> scales;       // int8 and rans: numel / group_size
+  std::vector<int32_t> integers;   // rans: numel values in [-levels, levels]
+  uint32_t levels = 0;             // rans
   uint32_t group_size = 0;
   uint64_t numel() const {
     uint64_t n = 1;
@@ -34,7 +36,9 @@ struct WriterTensor {
   }
   // The f32 value the loader must produce at index i.
   float Expected(uint64_t i) const {
-    return dtype == 2 ? static_cast<float>(quantized[i]) * scales[i / group_size] : values[i];
+    if (dtype == 2) return static_cast<float>(quantized[i]) * scales[i / group_size];
+    if (dtype == 3) return static_cast<float>(integers[i]) * scales[i / group_size];
+    return values[i];
   }
 };
 
@@ -124,6 +128,86 @@ inline void QuantizeInt8(WriterTensor* t, uint32_t group_size) {
   }
 }
 
+// Rewrites tensor t as rans with the given group size and levels: scale = max |x| / levels.
+inline void QuantizeRans(WriterTensor* t, uint32_t group_size, uint32_t levels) {
+  const uint64_t numel = t->numel();
+  t->dtype = 3;
+  t->group_size = group_size;
+  t->levels = levels;
+  t->integers.assign(numel, 0);
+  t->scales.assign(numel / group_size, 0.0f);
+  for (uint64_t g = 0; g < numel / group_size; ++g) {
+    float max_abs = 0;
+    for (uint64_t i = g * group_size; i < (g + 1) * group_size; ++i) {
+      max_abs = std::max(max_abs, std::fabs(t->values[i]));
+    }
+    const float scale = max_abs > 0 ? max_abs / static_cast<float>(levels) : 1.0f;
+    t->scales[g] = scale;
+    const long top = static_cast<long>(levels);
+    for (uint64_t i = g * group_size; i < (g + 1) * group_size; ++i) {
+      t->integers[i] = static_cast<int32_t>(std::max(-top, std::min(top, std::lround(t->values[i] / scale))));
+    }
+  }
+}
+
+// The rans payload of tensor t, laid out field by field from model_data/README.md with a plain
+// one-symbol-at-a-time rANS encoder (scripts/rans.py vectorises the same over lanes).
+inline std::vector<uint8_t> RansPayload(const WriterTensor& t) {
+  constexpr uint32_t kProbScale = 1u << 15, kLane = 4096;
+  const uint32_t alphabet = 2 * t.levels + 1;
+  const uint64_t numel = t.numel();
+  std::vector<uint32_t> freq(alphabet, 0);
+  for (int32_t q : t.integers) freq[static_cast<uint32_t>(q + static_cast<int32_t>(t.levels))]++;
+  uint32_t total = 0;
+  for (uint32_t& f : freq) {
+    if (f) f = std::max<uint32_t>(1, static_cast<uint32_t>(uint64_t{f} * kProbScale / numel));
+    total += f;
+  }
+  // Settle the rounding on the commonest symbol, one unit at a time.
+  while (total != kProbScale) {
+    uint32_t& top = *std::max_element(freq.begin(), freq.end());
+    if (total < kProbScale) { ++top; ++total; } else { --top; --total; }
+  }
+  std::vector<uint32_t> start(alphabet, 0);
+  for (uint32_t s = 1; s < alphabet; ++s) start[s] = start[s - 1] + freq[s - 1];
+  const uint32_t lanes = static_cast<uint32_t>((numel + kLane - 1) / kLane);
+  std::vector<uint32_t> states;
+  std::vector<std::vector<uint8_t>> streams;
+  for (uint32_t lane = 0; lane < lanes; ++lane) {
+    uint32_t x = 1u << 23;
+    std::vector<uint8_t> pushed;
+    const uint64_t first = uint64_t{lane} * kLane, last = std::min<uint64_t>(numel, first + kLane);
+    for (uint64_t i = last; i-- > first;) {
+      const uint32_t s = static_cast<uint32_t>(t.integers[i] + static_cast<int32_t>(t.levels));
+      while (x >= (uint32_t{1} << 16) * freq[s]) {
+        pushed.push_back(static_cast<uint8_t>(x));
+        x >>= 8;
+      }
+      x = (x / freq[s] << 15) + x % freq[s] + start[s];
+    }
+    states.push_back(x);
+    streams.emplace_back(pushed.rbegin(), pushed.rend());
+  }
+  std::vector<uint8_t> b;
+  auto u32 = [&b](uint32_t v) { for (int k = 0; k < 4; ++k) b.push_back(static_cast<uint8_t>(v >> (8 * k))); };
+  u32(t.levels);
+  u32(lanes);
+  for (uint32_t f : freq) {
+    b.push_back(static_cast<uint8_t>(f));
+    b.push_back(static_cast<uint8_t>(f >> 8));
+  }
+  while (b.size() % 4) b.push_back(0);
+  for (float scale : t.scales) {
+    uint32_t bits;
+    std::memcpy(&bits, &scale, 4);
+    u32(bits);
+  }
+  for (uint32_t x : states) u32(x);
+  for (const auto& stream : streams) u32(static_cast<uint32_t>(stream.size()));
+  for (const auto& stream : streams) b.insert(b.end(), stream.begin(), stream.end());
+  return b;
+}
+
 // Rewrites tensor t as f16, first rounding every value to a multiple of 2^-10 in [-2, 2), which
 // binary16 holds exactly, so the loader's result is known without a second converter.
 inline void ConvertToF16(WriterTensor* t) {
@@ -188,7 +272,10 @@ inline std::vector<uint8_t> Serialize(const ModelParts& parts, Layout* layout = 
   uint64_t cursor = 0;
   for (const WriterTensor& t : parts.tensors) {
     const uint64_t n = t.numel();
-    const uint64_t bytes = t.dtype == 0 ? 4 * n : t.dtype == 1 ? 2 * n : align(n, 4) + 4 * t.scales.size();
+    const uint64_t bytes = t.dtype == 0   ? 4 * n
+                           : t.dtype == 1 ? 2 * n
+                           : t.dtype == 2 ? align(n, 4) + 4 * t.scales.size()
+                                          : RansPayload(t).size();
     offsets.push_back(cursor);
     byte_counts.push_back(bytes);
     cursor = align(cursor + bytes, 64);
@@ -237,6 +324,9 @@ inline std::vector<uint8_t> Serialize(const ModelParts& parts, Layout* layout = 
         b[p + 2 * j] = static_cast<uint8_t>(h);
         b[p + 2 * j + 1] = static_cast<uint8_t>(h >> 8);
       }
+    } else if (t.dtype == 3) {
+      const std::vector<uint8_t> payload = RansPayload(t);
+      std::memcpy(b.data() + p, payload.data(), payload.size());
     } else {
       for (uint64_t j = 0; j < n; ++j) b[p + j] = static_cast<uint8_t>(t.quantized[j]);
       for (size_t g = 0; g < t.scales.size(); ++g) PutF32(&b, p + align(n, 4) + 4 * g, t.scales[g]);

@@ -1,6 +1,6 @@
 """The C++ engine (attention-cli) on files written by scripts/modelfile.py in every precision,
 against the reference run on the weights as the Python reader decodes them. This checks that the
-two readers agree on the f16 and int8 encodings; the f32 parity on many lengths is the C++
+two readers agree on the f16, int8 and rans encodings; the f32 parity on many lengths is the C++
 parity test's job (tests/cpp, fixtures from scripts/make_test_fixtures.sh).
 
 Needs the native build (scripts/build.sh native); set ATTN_CLI to use another binary."""
@@ -26,7 +26,9 @@ ATTENTION_TOLERANCE = 1e-5
 SENTENCE = "The quick brown fox jumps over the lazy dog, and then it naps."
 PLANS = (None,
          "*.weight=int8:row,*LayerNorm*=f16,*=f32",
-         "embeddings.word_embeddings.weight=int8:tensor,*.weight=int8:16,*=f16")
+         "embeddings.word_embeddings.weight=int8:tensor,*.weight=int8:16,*=f16",
+         "*LayerNorm*=f32,embeddings.word_embeddings.weight=rans:row:1023,*.weight=rans:64:31,"
+         "*=f16")
 
 
 @unittest.skipUnless(os.access(CLI, os.X_OK), f"{CLI} is not built (scripts/build.sh native)")

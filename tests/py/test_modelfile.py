@@ -12,6 +12,7 @@ from helpers import (ENTRY, HEADER, ROOT, OFF_CONFIG, OFF_CRC, OFF_EPS, OFF_FILE
                      OFF_NUM_TENSORS, OFF_VERSION, section, small_model, table_entries, u32, u64,
                      with_fixed_crc)
 import modelfile
+import rans
 from modelfile import ModelFileError
 
 
@@ -193,6 +194,126 @@ class PrecisionTest(unittest.TestCase):
             "embeddings.LayerNorm.bias"] + np.float32(70000)
         with self.assertRaisesRegex(ModelFileError, "overflow f16"):
             modelfile.serialize(model, modelfile.parse_plan("*=f16"))
+
+
+class RansTest(unittest.TestCase):
+    """The entropy-coded dtype: same values as the quantiser gives, layout as the README says,
+    round trips, and damage refused."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.model = small_model(seed=8, layers=1)
+
+    def test_coder_round_trips_any_symbols(self):
+        rng = np.random.default_rng(1)
+        for numel, spread, alphabet in ((1, 0.0, 3), (4096, 3.0, 63), (4097, 40.0, 511),
+                                        (20000, 0.2, 15)):
+            symbols = np.clip(np.rint(rng.normal(alphabet // 2, spread, numel)), 0,
+                              alphabet - 1).astype(np.int64)
+            freq = rans.frequencies(symbols, alphabet)
+            self.assertEqual(int(freq.sum()), rans.PROB_SCALE)
+            self.assertTrue(np.all((freq > 0) == (np.bincount(symbols, minlength=alphabet) > 0)))
+            states, streams = rans.encode(symbols, freq)
+            self.assertEqual(len(streams), -(-numel // rans.LANE_LENGTH))
+            np.testing.assert_array_equal(rans.decode(states, streams, freq, numel), symbols)
+            # Close to the empirical entropy: within 1% plus the lanes' final bytes.
+            counts = np.bincount(symbols)
+            p = counts[counts > 0] / numel
+            entropy_bytes = -(p * np.log2(p)).sum() * numel / 8
+            self.assertLessEqual(sum(map(len, streams)), entropy_bytes * 1.01 + 4 * len(streams))
+
+    def test_values_are_the_quantised_values(self):
+        data = modelfile.serialize(self.model, modelfile.parse_plan(
+            "*LayerNorm*=f32,*.weight=rans:row:1023,*=f32"))
+        back = modelfile.parse(data)
+        for name, dtype, shape, offset, nbytes, group in table_entries(data):
+            values = self.model.tensors[name]
+            if dtype == 0:
+                np.testing.assert_array_equal(back.tensors[name], values)
+                continue
+            self.assertEqual((dtype, group, back.precision[name]),
+                             (3, shape[-1], ("rans", shape[-1], 1023)), name)
+            rows = values.reshape(-1, shape[-1]).astype(np.float64)
+            step = np.abs(rows).max(axis=1, keepdims=True) / 1023
+            error = np.abs(back.tensors[name].reshape(rows.shape) - rows)
+            self.assertTrue(np.all(error <= step * (0.5 + 1e-3)), name)
+
+    def test_127_levels_hold_exactly_the_int8_values_in_fewer_bytes(self):
+        model = small_model(seed=9, layers=1)
+        int8 = modelfile.serialize(model, modelfile.parse_plan("*.weight=int8:row,*=f32"))
+        coded = modelfile.serialize(model, modelfile.parse_plan("*.weight=rans:row:127,*=f32"))
+        a, b = modelfile.parse(int8), modelfile.parse(coded)
+        for name in a.tensors:
+            np.testing.assert_array_equal(a.tensors[name], b.tensors[name], name)
+        name = "embeddings.word_embeddings.weight"
+        size = {e[0]: e[4] for e in table_entries(coded)}[name]
+        self.assertLess(size, {e[0]: e[4] for e in table_entries(int8)}[name])
+
+    def test_payload_layout(self):
+        data = modelfile.serialize(self.model, modelfile.parse_plan(
+            "embeddings.position_embeddings.weight=rans:tensor:5"))
+        data_off, _ = section(data, 4)
+        name, dtype, shape, offset, nbytes, group = [
+            e for e in table_entries(data) if e[0] == "embeddings.position_embeddings.weight"][0]
+        at = data_off + offset
+        numel = int(np.prod(shape))
+        levels, lanes = struct.unpack_from("<II", data, at)
+        self.assertEqual((dtype, group, levels, lanes), (3, numel, 5, -(-numel // 4096)))
+        freq = np.frombuffer(data, "<u2", 11, at + 8)
+        self.assertEqual(int(freq.sum()), 1 << 15)
+        scale_at = at + 8 + 24  # 11 frequencies, padded to a multiple of 4
+        scale = np.frombuffer(data, "<f4", 1, scale_at)[0]
+        values = self.model.tensors[name]
+        self.assertAlmostEqual(scale, np.abs(values).max() / 5, delta=scale * 1e-4)
+        lengths = np.frombuffer(data, "<u4", lanes, scale_at + 4 + 4 * lanes)
+        self.assertEqual(nbytes, 8 + 24 + 4 + 8 * lanes + int(lengths.sum()))
+
+    def test_requantising_dequantised_weights_is_bit_identical(self):
+        data = modelfile.serialize(self.model, modelfile.parse_plan(
+            "*LayerNorm*=f32,embeddings.word_embeddings.weight=rans:row:2047,*.weight=rans:8:255,"
+            "*=f16"))
+        back = modelfile.parse(data)
+        self.assertEqual(modelfile.serialize(back, modelfile.plan_from_precision(back.precision)),
+                         data)
+
+    def test_plan_errors(self):
+        for text, message in (("*=rans:row:0", "levels '0'"), ("*=rans:row:16384", "16384"),
+                              ("*=int8:row:5", "only rans takes levels"),
+                              ("*=f16::5", "only rans takes levels"),
+                              ("*=rans:rows", "group 'rows'")):
+            with self.assertRaisesRegex(ModelFileError, message):
+                modelfile.parse_plan(text)
+
+    def damaged(self, change):
+        data = bytearray(modelfile.serialize(self.model, modelfile.parse_plan(
+            "embeddings.word_embeddings.weight=rans:row:255")))
+        data_off, _ = section(data, 4)
+        name, _, _, offset, nbytes, _ = table_entries(data)[0]
+        change(data, data_off + offset, nbytes)
+        return with_fixed_crc(data)
+
+    def assertRejected(self, data, pattern):
+        with self.assertRaisesRegex(ModelFileError, "embeddings.word_embeddings.weight: " + pattern):
+            modelfile.parse(data)
+
+    def test_damaged_payloads_are_refused(self):
+        def put(fmt, delta, value=None):
+            def change(data, at, nbytes):
+                struct.pack_into(fmt, data, at + delta, value)
+            return change
+
+        self.assertRejected(self.damaged(put("<I", 0, 0)), "rans levels 0")
+        self.assertRejected(self.damaged(put("<I", 4, 9)), "rans lane count 9")
+        self.assertRejected(self.damaged(put("<H", 8 + 2 * 255, 1)), "rans frequencies sum to")
+
+        def flip_stream_byte(data, at, nbytes):
+            data[at + nbytes - 50] ^= 0x21
+        self.assertRejected(self.damaged(flip_stream_byte), "rans streams are damaged")
+
+        def shorter(data, at, nbytes):
+            index = 0
+            struct.pack_into("<Q", data, section(data, 3)[0] + index * ENTRY + 96, nbytes - 1)
+        self.assertRejected(self.damaged(shorter), "rans streams take")
 
 
 class CorruptFileTest(unittest.TestCase):

@@ -10,5 +10,7 @@ int RunTokenize(int argc, char** argv);
 int RunAnalyze(int argc, char** argv);
 // attention-cli bench --model FILE
 int RunBench(int argc, char** argv);
+// attention-cli compare --reference REF.attn --model FILE... --sentences FILE (compare_command.cc)
+int RunCompare(int argc, char** argv);
 
 }  // namespace attn::cli

@@ -13,6 +13,7 @@ void PrintUsage(FILE* out) {
                "  attention-cli tokenize (--vocab FILE | --model FILE) [--json | --lines] TEXT|-\n"
                "  attention-cli analyze --model FILE [--json] TEXT|-\n"
                "  attention-cli bench --model FILE\n"
+               "  attention-cli compare --reference FILE --model FILE... --sentences FILE\n"
                "TEXT '-' reads standard input.\n");
 }
 
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(command, "tokenize") == 0) return attn::cli::RunTokenize(argc - 2, argv + 2);
   if (std::strcmp(command, "analyze") == 0) return attn::cli::RunAnalyze(argc - 2, argv + 2);
   if (std::strcmp(command, "bench") == 0) return attn::cli::RunBench(argc - 2, argv + 2);
+  if (std::strcmp(command, "compare") == 0) return attn::cli::RunCompare(argc - 2, argv + 2);
   std::fprintf(stderr, "attention-cli: unknown command '%s'.\n", command);
   PrintUsage(stderr);
   return 2;

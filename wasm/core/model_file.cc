@@ -11,6 +11,7 @@
 #include <new>
 #include <unordered_map>
 
+#include "core/rans.h"
 #include "core/unicode.h"
 
 namespace attn {
@@ -66,12 +67,15 @@ struct Section {
   uint64_t bytes;
 };
 
-// Bytes the file must hold for a tensor of numel elements in this dtype.
+// Bytes the file must hold for a tensor of numel elements in this dtype; for rans the least
+// (header, scales, a state and a length per lane), since its streams are variable.
 uint64_t ExpectedByteCount(DType dtype, uint64_t numel, uint32_t group_size) {
   switch (dtype) {
     case DType::kF32: return 4 * numel;
     case DType::kF16: return 2 * numel;
     case DType::kInt8: return (numel + 3) / 4 * 4 + 4 * (numel / group_size);
+    case DType::kRans:
+      return 8 + 4 * (numel / group_size) + 8 * ((numel + rans::kLaneLength - 1) / rans::kLaneLength);
   }
   return 0;
 }
@@ -155,9 +159,9 @@ Status CheckTensorNames(const ModelConfig& config, const std::vector<RawEntry>& 
 
 Status CheckEntry(const RawEntry& e, const TensorSpec& spec, uint64_t data_bytes) {
   const std::string where = "tensor '" + e.name + "': ";
-  if (e.dtype > 2) {
+  if (e.dtype >= kDTypeCount) {
     return Status::Error(where + "dtype is " + Num(e.dtype) +
-                         ", expected 0 (f32), 1 (f16) or 2 (int8)" + kReconvert);
+                         ", expected 0 (f32), 1 (f16), 2 (int8) or 3 (rans)" + kReconvert);
   }
   if (e.ndim != spec.ndim) {
     return Status::Error(where + "got ndim " + Num(e.ndim) + ", expected " + Num(spec.ndim) +
@@ -180,13 +184,13 @@ Status CheckEntry(const RawEntry& e, const TensorSpec& spec, uint64_t data_bytes
   }
   const DType dtype = static_cast<DType>(e.dtype);
   const uint64_t numel = spec.numel();
-  if (dtype == DType::kInt8) {
+  if (dtype == DType::kInt8 || dtype == DType::kRans) {
     const uint64_t row = spec.ndim == 2 ? spec.shape[1] : numel;
     const uint64_t g = e.group_size;
     const bool divides_row = g != 0 && row % g == 0;
     const bool whole_rows = g != 0 && g % row == 0;
     if (g == 0 || numel % g != 0 || !(divides_row || whole_rows)) {
-      return Status::Error(where + "int8 group size " + Num(g) +
+      return Status::Error(where + DTypeName(dtype) + " group size " + Num(g) +
                            " is invalid: it must divide the element count " + Num(numel) +
                            " and divide, or be a multiple of, the row length " + Num(row) +
                            kReconvert);
@@ -196,7 +200,11 @@ Status CheckEntry(const RawEntry& e, const TensorSpec& spec, uint64_t data_bytes
                          DTypeName(dtype) + kReconvert);
   }
   const uint64_t want = ExpectedByteCount(dtype, numel, e.group_size);
-  if (e.bytes != want) {
+  if (dtype == DType::kRans && e.bytes < want) {
+    return Status::Error(where + "byte count is " + Num(e.bytes) + ", expected at least " +
+                         Num(want) + " for " + Num(numel) + " rans values" + kReconvert);
+  }
+  if (dtype != DType::kRans && e.bytes != want) {
     return Status::Error(where + "byte count is " + Num(e.bytes) + ", expected " + Num(want) +
                          " for " + Num(numel) + " " + DTypeName(dtype) + " values" + kReconvert);
   }
@@ -232,6 +240,13 @@ Status Dequantise(const TensorInfo& info, const uint8_t* src, float* dst) {
       }
       break;
     }
+    case DType::kRans: {
+      const Status status = rans::DecodeTensor(src, info.byte_count, numel, info.group_size, dst);
+      if (!status.ok()) {
+        return Status::Error("tensor '" + info.spec.name + "': " + status.message() + kCopyAgain);
+      }
+      break;
+    }
   }
   for (uint64_t i = 0; i < numel; ++i) {
     if (!std::isfinite(dst[i])) {
@@ -262,6 +277,7 @@ const char* DTypeName(DType dtype) {
     case DType::kF32: return "f32";
     case DType::kF16: return "f16";
     case DType::kInt8: return "int8";
+    case DType::kRans: return "rans";
   }
   return "unknown";
 }
@@ -443,17 +459,18 @@ Status Model::FromBuffer(const uint8_t* data, size_t size, std::unique_ptr<Model
     }
   }
 
-  // Every tensor holds at least one byte per value, so total_floats is bounded by the file
-  // size and this allocation by what the caller already holds in memory.
+  // Every tensor holds at least one byte per value, except rans, which holds at least 8 bytes
+  // per lane of 4096 values; so total_floats is at most 512 x the file size, and the shapes are
+  // the config's, which ValidateConfig bounds.
   std::unique_ptr<Model> model(new Model());
   model->buffer_.resize(total_floats);
-  bool dtype_seen[3] = {false, false, false};
+  bool dtype_seen[kDTypeCount] = {};
   for (const TensorInfo& info : tensors) {
     status = Dequantise(info, data + info.file_offset, model->buffer_.data() + info.float_offset);
     if (!status.ok()) return status;
     dtype_seen[static_cast<uint32_t>(info.dtype)] = true;
   }
-  for (uint32_t k = 0; k < 3; ++k) {
+  for (uint32_t k = 0; k < kDTypeCount; ++k) {
     if (!dtype_seen[k]) continue;
     if (!model->precision_.empty()) model->precision_ += "+";
     model->precision_ += DTypeName(static_cast<DType>(k));

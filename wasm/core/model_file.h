@@ -25,8 +25,11 @@ struct ModelFileFormat {
   static constexpr uint32_t kDataAlignment = 64;
 };
 
-enum class DType : uint32_t { kF32 = 0, kF16 = 1, kInt8 = 2 };
-const char* DTypeName(DType dtype);  // "f32", "f16", "int8"
+// kRans: integers with per-group scales like kInt8, at any number of levels, entropy-coded
+// (core/rans.h).
+enum class DType : uint32_t { kF32 = 0, kF16 = 1, kInt8 = 2, kRans = 3 };
+constexpr uint32_t kDTypeCount = 4;
+const char* DTypeName(DType dtype);  // "f32", "f16", "int8", "rans"
 
 // zlib's CRC-32 (reflected polynomial 0xEDB88320), the same value as Python's zlib.crc32.
 // Pass a previous result as crc to continue over more bytes.
@@ -81,7 +84,7 @@ struct Weights {
 struct TensorInfo {
   TensorSpec spec;           // name, shape, kind, layer, group
   DType dtype = DType::kF32;  // as stored in the file
-  uint32_t group_size = 0;   // int8 only: elements sharing one scale
+  uint32_t group_size = 0;   // int8 and rans: elements sharing one scale
   uint64_t file_offset = 0;  // absolute byte offset in the file
   uint64_t byte_count = 0;   // bytes in the file
   uint64_t float_offset = 0;  // index of its first value in the model's float buffer
@@ -103,7 +106,8 @@ class Model {
   const std::string& vocab_text() const { return vocab_text_; }  // vocab.txt content
   const Weights& weights() const { return weights_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }  // file order
-  // The dtypes present in the file, joined by '+' in the order f32, f16, int8: "f32", "f16+int8".
+  // The dtypes present in the file, joined by '+' in the order f32, f16, int8, rans:
+  // "f32", "f16+int8", "f32+rans".
   const std::string& precision() const { return precision_; }
   uint64_t file_bytes() const { return file_bytes_; }
   uint32_t crc32() const { return crc32_; }

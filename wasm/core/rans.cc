@@ -1,0 +1,118 @@
+// The rANS decoder of the model file's `rans` dtype. Every count and offset read from the
+// payload is checked against its size before use, so a damaged payload yields a Status.
+#include "core/rans.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace attn::rans {
+namespace {
+
+uint32_t ReadU32(const uint8_t* p) {
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
+
+std::string Num(uint64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+Status DecodeTensor(const uint8_t* data, uint64_t bytes, uint64_t numel, uint32_t group_size,
+                    float* out) {
+  if (bytes < 8) {
+    return Status::Error("rans data is " + Num(bytes) + " bytes, shorter than its 8-byte header");
+  }
+  const uint32_t levels = ReadU32(data);
+  const uint32_t lanes = ReadU32(data + 4);
+  if (levels < 1 || levels > kMaxLevels) {
+    return Status::Error("rans levels is " + Num(levels) + ", expected 1.." + Num(kMaxLevels));
+  }
+  const uint64_t want_lanes = (numel + kLaneLength - 1) / kLaneLength;
+  if (lanes != want_lanes) {
+    return Status::Error("rans lane count is " + Num(lanes) + ", expected " + Num(want_lanes) +
+                         " for " + Num(numel) + " values in lanes of " + Num(kLaneLength));
+  }
+  const uint32_t alphabet = 2 * levels + 1;
+  const uint64_t table_bytes = (2 * uint64_t{alphabet} + 3) / 4 * 4;
+  const uint64_t groups = numel / group_size;
+  // Offsets of the parts after the header; all sums stay far below 2^64 because numel and
+  // lanes come from a validated config.
+  const uint64_t scales_at = 8 + table_bytes;
+  const uint64_t states_at = scales_at + 4 * groups;
+  const uint64_t lengths_at = states_at + 4 * uint64_t{lanes};
+  const uint64_t streams_at = lengths_at + 4 * uint64_t{lanes};
+  if (streams_at > bytes) {
+    return Status::Error("rans data is " + Num(bytes) + " bytes, too short for its frequency "
+                         "table, " + Num(groups) + " scales and " + Num(lanes) + " lanes (" +
+                         Num(streams_at) + " bytes before the streams)");
+  }
+  uint64_t stream_bytes = 0;
+  for (uint32_t k = 0; k < lanes; ++k) stream_bytes += ReadU32(data + lengths_at + 4 * uint64_t{k});
+  if (streams_at + stream_bytes != bytes) {
+    return Status::Error("rans streams take " + Num(stream_bytes) + " bytes after offset " +
+                         Num(streams_at) + ", but the tensor has " + Num(bytes) + " bytes");
+  }
+
+  // The frequency table: the cumulative start of each symbol and, per slot, its symbol.
+  std::vector<uint32_t> freq(alphabet), start(alphabet);
+  uint32_t total = 0;
+  for (uint32_t s = 0; s < alphabet; ++s) {
+    freq[s] = uint32_t{data[8 + 2 * s]} | uint32_t{data[9 + 2 * s]} << 8;
+    start[s] = total;
+    total += freq[s];
+    if (total > (1u << kProbBits)) break;
+  }
+  if (total != (1u << kProbBits)) {
+    return Status::Error("rans frequencies do not sum to " + Num(1u << kProbBits));
+  }
+  std::vector<uint16_t> slot_symbol(1u << kProbBits);
+  for (uint32_t s = 0; s < alphabet; ++s) {
+    for (uint32_t k = 0; k < freq[s]; ++k) slot_symbol[start[s] + k] = static_cast<uint16_t>(s);
+  }
+
+  for (uint64_t g = 0; g < groups; ++g) {
+    float scale;
+    const uint32_t bits = ReadU32(data + scales_at + 4 * g);
+    std::memcpy(&scale, &bits, sizeof scale);
+    if (!std::isfinite(scale)) {
+      return Status::Error("rans scale " + Num(g) + " is not finite");
+    }
+  }
+
+  const uint8_t* stream = data + streams_at;
+  for (uint32_t lane = 0; lane < lanes; ++lane) {
+    uint32_t state = ReadU32(data + states_at + 4 * uint64_t{lane});
+    const uint8_t* const stream_end = stream + ReadU32(data + lengths_at + 4 * uint64_t{lane});
+    if (state < kStateLow || state >= (1u << 31)) {
+      return Status::Error("rans lane " + Num(lane) + " starts in state " + Num(state) +
+                           ", outside [2^23, 2^31)");
+    }
+    const uint64_t first = uint64_t{lane} * kLaneLength;
+    const uint64_t count = std::min<uint64_t>(kLaneLength, numel - first);
+    for (uint64_t i = first; i < first + count; ++i) {
+      const uint32_t slot = state & ((1u << kProbBits) - 1);
+      const uint32_t s = slot_symbol[slot];
+      state = freq[s] * (state >> kProbBits) + slot - start[s];
+      while (state < kStateLow) {
+        if (stream == stream_end) {
+          return Status::Error("rans lane " + Num(lane) + " runs out of bytes at value " +
+                               Num(i - first));
+        }
+        state = state << 8 | *stream++;
+      }
+      float scale;
+      const uint32_t bits = ReadU32(data + scales_at + 4 * (i / group_size));
+      std::memcpy(&scale, &bits, sizeof scale);
+      out[i] = static_cast<float>(static_cast<int32_t>(s) - static_cast<int32_t>(levels)) * scale;
+    }
+    if (state != kStateLow || stream != stream_end) {
+      return Status::Error("rans lane " + Num(lane) + " does not end in its initial state with "
+                           "its stream used up");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace attn::rans
