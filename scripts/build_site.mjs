@@ -1,12 +1,14 @@
 // Assembles what the page serves next to web/: copies the wasm engine from build/wasm into
-// web/engine/ and the model files from model_data/ into web/models/, and writes
-// web/models/manifest.json naming each with its size and sha256 (the JS engine's cache keys).
+// web/engine/ and the model files from model_data/ into web/models/, writes
+// web/models/manifest.json naming each with its size and sha256 (the JS engine's cache keys),
+// and bundles the embeddable widgets into web/dist/ (scripts/build_embed.mjs).
 // Usage: node scripts/build_site.mjs [--default NAME] [--model FILE.attn ...]
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { buildEmbed } from './build_embed.mjs';
 import { makeExamples } from './make_examples.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -64,6 +66,7 @@ const manifest = {
   engine: { glue: '../engine/attention_engine.js', wasm: '../engine/attention_engine.wasm', bytes: wasm.length, sha256: sha256(wasm) },
 };
 writeFileSync(join(modelsDir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+await buildEmbed();
 console.log(`build_site: engine ${wasm.length} bytes; models ${names.map((n) => `${n} (${models[n].bytes} bytes)`).join(', ')}; default ${chosen}`);
 
 // The article draws these before the engine has loaded; they need the native CLI.

@@ -2,9 +2,12 @@
 // default model, downloads the engine and the model with progress, offers the button that opens
 // the live instrument, and from then on recomputes every figure and every number in the prose
 // from the loaded model whenever the reader changes the sentence, the token, the layer or the
-// head. Failures are shown in the figures with a retry; the prose stays as it is.
+// head. Failures are shown in the figures with a retry; the prose stays as it is. The state
+// lives in the URL hash: a deliberate choice adds a history entry (so the back button walks the
+// reader's choices), typing only replaces the current one, and a link that names a sentence
+// opens the live instrument on exactly that state as soon as the model is ready.
 import { DEFAULT_MANIFEST_URL, getEngine, onEngineProgress } from './engine/engine.js';
-import { createStore, DEFAULT_STATE, DEFAULT_WORD_TEXT, formatHash, parseHash } from './state.js';
+import { createStore, DEFAULT_STATE, DEFAULT_WORD_TEXT, formatHash, parseHash, PERMALINK_DEFAULTS } from './state.js';
 import { EVENTS, progressText } from './widgets/base.js';
 import {
   attentionRowOf, describeModel, headsForToken, mechanism, resolveSelection, resultFromExample,
@@ -26,6 +29,12 @@ const openButton = document.getElementById('open');
 const retryButton = document.getElementById('retry');
 
 const store = createStore({ ...DEFAULT_STATE, ...parseHash(location.hash), live: false });
+// A link that names a sentence asks for the live figures without a click on "open".
+const permalink = parseHash(location.hash).sentence !== undefined;
+// How the next render records the state in the URL: 'push' after a deliberate choice.
+let historyMode = 'replace';
+// Whether the current history entry holds a sentence still being typed.
+let typingEntry = false;
 const page = {
   manifest: null,
   example: null,        // the precomputed example's result, or null
@@ -36,6 +45,7 @@ const page = {
   error: null,
   inputError: null,
   liveResult: null,
+  sources: {},          // the model's address for embed snippets, when it is not the default
 };
 
 // Query parameters choose another model: ?model=KEY (from the manifest) or ?model-src=URL
@@ -64,6 +74,7 @@ async function loadExample(choice) {
     page.manifest = await response.json();
     if (choice.modelUrl) return;  // an explicit model file has no precomputed example
     const entry = page.manifest.models?.[choice.model ?? page.manifest.default];
+    if (choice.model && entry) page.sources = { 'model-src': new URL(entry.file, DEFAULT_MANIFEST_URL).href };
     if (!entry?.sha256 || !/^[0-9a-f]{64}$/.test(entry.sha256)) return;
     const exampleResponse = await fetch(new URL(`examples/${entry.sha256}.json`, location.href), { cache: 'no-cache' });
     if (!exampleResponse.ok) return;
@@ -96,9 +107,12 @@ function viewFor(state) {
   const view = {
     result, mode, model: page.model, progress: page.progress, error: page.error,
     ready: Boolean(page.engine), showSpecial: state.showSpecial, inputError: page.inputError,
-    sentence: state.live ? state.sentence : result?.text ?? state.sentence,
+    sentence: state.live ? state.sentence : result?.text ?? state.sentence, sources: page.sources,
   };
-  if (result) Object.assign(view, resolveSelection(result, state, DEFAULT_WORD_TEXT));
+  // A selection made for another sentence (a permalink still waiting for the model) does not
+  // apply to the example.
+  const selection = state.live || result?.text === state.sentence ? state : PERMALINK_DEFAULTS;
+  if (result) Object.assign(view, resolveSelection(result, selection, DEFAULT_WORD_TEXT));
   return view;
 }
 
@@ -110,7 +124,11 @@ function render() {
   for (const figure of figures) figure.view = view;
   renderLoader();
   fillFacts(view);
-  if (state.live) history.replaceState(null, '', formatHash({ ...state, ...pick(view, ['token', 'layer', 'head']) }));
+  if (state.live) {
+    const hash = formatHash({ ...state, ...pick(view, ['token', 'layer', 'head']) });
+    if (hash !== location.hash) history[historyMode === 'push' ? 'pushState' : 'replaceState'](null, '', hash);
+  }
+  historyMode = 'replace';
 }
 
 const pick = (object, keys) => Object.fromEntries(keys.filter((k) => object[k] !== undefined).map((k) => [k, object[k]]));
@@ -213,11 +231,14 @@ function startEngine() {
   page.progress = null;
   page.progressParts = {};
   render();
-  getEngine(modelChoice()).then((engine) => {
+  const choice = modelChoice();
+  if (choice.modelUrl) page.sources = { 'model-src': choice.modelUrl };
+  getEngine(choice).then((engine) => {
     page.engine = engine;
     page.model = describeModel(engine.info);
     performance.mark('attention:engine-ready');
     render();
+    if (permalink && !store.get().live) openPermalink();
   }, (error) => {
     page.error = { message: error.message, kind: error.kind };
     render();
@@ -232,6 +253,13 @@ function openInstrument() {
   target.shadowRoot?.getElementById('sentence')?.focus({ preventScroll: true });
 }
 
+// Opens the live figures on the state the link holds and shows the figure it names.
+function openPermalink() {
+  store.set({ live: true });
+  const named = figures.find((figure) => figure.dataset.figure === store.get().view);
+  named?.scrollIntoView({ block: 'start' });
+}
+
 document.addEventListener(EVENTS.select, (event) => {
   // Only the live model can analyse a new sentence; the example answers the rest.
   if (!store.get().live && event.detail.sentence !== undefined) return;
@@ -239,21 +267,33 @@ document.addEventListener(EVENTS.select, (event) => {
   for (const key of ['sentence', 'token', 'layer', 'head', 'showSpecial']) {
     if (event.detail[key] !== undefined) patch[key] = event.detail[key];
   }
+  const figure = event.target?.dataset?.figure;
+  if (figure) patch.view = figure;
+  // Every choice adds a history entry, except that a sentence being typed keeps to one.
+  historyMode = event.detail.transient && typingEntry ? 'replace' : 'push';
+  typingEntry = Boolean(event.detail.transient);
   // A choice of token keeps the current head; resolving now pins the defaults it was showing.
   if (lastView?.result && patch.token !== undefined && patch.layer === undefined) {
     patch.layer = lastView.layer;
     patch.head = lastView.head;
   }
   store.set(patch);
+  historyMode = 'replace';
 });
 document.addEventListener(EVENTS.open, openInstrument);
 document.addEventListener(EVENTS.retry, startEngine);
 openButton.addEventListener('click', openInstrument);
 retryButton.addEventListener('click', startEngine);
 store.subscribe(render);
-addEventListener('hashchange', () => {
-  if (store.get().live) store.set(parseHash(location.hash));
-});
+// Back, forward and an edited address all land here: the hash is the whole state.
+function restoreFromHash() {
+  if (!store.get().live) return;
+  historyMode = 'replace';
+  typingEntry = false;
+  store.set({ ...PERMALINK_DEFAULTS, ...parseHash(location.hash) });
+}
+addEventListener('popstate', restoreFromHash);
+addEventListener('hashchange', restoreFromHash);
 
 await loadExample(modelChoice());
 render();

@@ -1,5 +1,6 @@
 // The article's state: which sentence, which token's row, which layer and head, whether [CLS]
-// and [SEP] are shown, and whether the live engine drives the figures. One small store; the
+// and [SEP] are shown, which figure the reader last used, and whether the live engine drives
+// the figures. One small store; the
 // widgets never read it directly, article.js hands them a view of it.
 
 // Preset sentences for the sentence box (also read by scripts/make_examples.mjs, so the
@@ -20,7 +21,13 @@ export const DEFAULT_STATE = Object.freeze({
   layer: -1,  // -1 picks the sharpest head for the token
   head: -1,
   showSpecial: true,
+  view: '',  // the data-figure name of the figure the reader last used; '' for none
   live: false,
+});
+
+// What a permalink holds; a key it leaves out takes this value when the link is opened.
+export const PERMALINK_DEFAULTS = Object.freeze({
+  sentence: DEFAULT_STATE.sentence, token: -1, layer: -1, head: -1, showSpecial: true, view: '',
 });
 
 export function createStore(initial) {
@@ -42,9 +49,9 @@ export function createStore(initial) {
   };
 }
 
-// The URL hash holds sentence, token, layer, head and whether specials are shown. It is read as
-// data only: every value is parsed, bounded and never interpreted as markup.
-const HASH_KEYS = { sentence: 's', token: 't', layer: 'l', head: 'h', showSpecial: 'special' };
+// The URL hash holds sentence, token, layer, head, whether specials are shown and the figure in
+// view. It is read as data only: every value is parsed, bounded and never interpreted as markup.
+const HASH_KEYS = { sentence: 's', token: 't', layer: 'l', head: 'h', showSpecial: 'special', view: 'v' };
 const MAX_HASH_SENTENCE = 2000;
 
 function parseIndex(value) {
@@ -63,6 +70,8 @@ export function parseHash(hash) {
   }
   const special = params.get(HASH_KEYS.showSpecial);
   if (special === '0' || special === '1') out.showSpecial = special === '1';
+  const view = params.get(HASH_KEYS.view);
+  if (view !== null && /^[a-z]{1,20}$/.test(view)) out.view = view;
   return out;
 }
 
@@ -73,5 +82,6 @@ export function formatHash(state) {
   if (state.layer >= 0) params.set(HASH_KEYS.layer, String(state.layer));
   if (state.head >= 0) params.set(HASH_KEYS.head, String(state.head));
   if (!state.showSpecial) params.set(HASH_KEYS.showSpecial, '0');
+  if (state.view) params.set(HASH_KEYS.view, state.view);
   return `#${params.toString()}`;
 }

@@ -209,24 +209,32 @@ export function rowStats(result, layer, head, row, fields) {
   return { max: s[start], argmax: s[start + 1], ratioToUniform: s[start + 2], entropy: s[start + 3], normalizedEntropy: s[start + 4], sum: s[start + 5] };
 }
 
+// The engine's two files, as scripts/build_site.mjs names them next to each other.
+export const ENGINE_FILES = Object.freeze({ glue: 'attention_engine.js', wasm: 'attention_engine.wasm' });
+
 // Loads a model with an explicit configuration (tests and pages that want several models).
 //   manifestUrl: models/manifest.json, naming the engine files and the models with checksums
 //   model: a key of manifest.models (default: manifest.default), or modelUrl: a model file's URL
+//   engineUrl: a folder holding ENGINE_FILES, instead of the manifest's (with modelUrl as well,
+//     no manifest is read at all)
 //   onProgress({phase: 'engine'|'model', loaded, total, percent})
-export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, model, modelUrl, onProgress = () => {} } = {}) {
+export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, model, modelUrl, engineUrl, onProgress = () => {} } = {}) {
   const t0 = now();
-  const manifest = await fetchJson(manifestUrl);
+  const manifest = engineUrl && modelUrl ? null : await fetchJson(manifestUrl);
   const base = new URL(manifestUrl, typeof location === 'undefined' ? HERE : location.href).href;
   const entry = modelUrl ? null : manifest.models?.[model ?? manifest.default];
   if (!modelUrl && !entry) throw new EngineError('model', `The manifest ${manifestUrl} has no model named ${model ?? manifest.default}.`);
   const resolvedModelUrl = new URL(modelUrl ?? entry.file, base).href;
-  const glueUrl = new URL(manifest.engine.glue, base).href;
-  const wasmUrl = new URL(manifest.engine.wasm, base).href;
+  // The manifest's checksum only vouches for the manifest's own engine files.
+  const engineEntry = engineUrl ? null : manifest.engine;
+  const folder = engineUrl && (engineUrl.endsWith('/') ? engineUrl : `${engineUrl}/`);
+  const glueUrl = new URL(folder ? ENGINE_FILES.glue : manifest.engine.glue, folder || base).href;
+  const wasmUrl = new URL(folder ? ENGINE_FILES.wasm : manifest.engine.wasm, folder || base).href;
 
   const [wasmBytes, modelBytes] = await Promise.all([
     fetchBytes(wasmUrl, {
-      cacheKey: `${wasmUrl}?sha256=${manifest.engine.sha256}`,
-      expectedBytes: manifest.engine.bytes,
+      cacheKey: engineEntry ? `${wasmUrl}?sha256=${engineEntry.sha256}` : null,
+      expectedBytes: engineEntry?.bytes ?? 0,
       onProgress: (p) => onProgress({ phase: 'engine', ...p }),
     }),
     fetchBytes(resolvedModelUrl, {
@@ -293,9 +301,10 @@ function now() {
   return typeof performance === 'undefined' ? Date.now() : performance.now();
 }
 
-// The page's shared engine: every widget calls getEngine() and they all get the same promise,
-// so the engine and the model are downloaded once. Progress goes to every subscriber.
-let shared = null;
+// The page's shared engines: every widget calls getEngine() and all who ask for the same
+// manifest, engine and model get the same promise, so each is downloaded once. Progress goes
+// to every subscriber. getEngine() without options means the engine the page asked for first.
+const shared = new Map();  // key of the options -> promise of an AttentionEngine
 const progressListeners = new Set();
 let lastProgress = null;
 
@@ -305,8 +314,15 @@ export function onEngineProgress(listener) {
   return () => progressListeners.delete(listener);
 }
 
+function engineKey({ manifestUrl = DEFAULT_MANIFEST_URL, model = '', modelUrl = '', engineUrl = '' }) {
+  return JSON.stringify([manifestUrl, model, modelUrl, engineUrl]);
+}
+
 export function getEngine(options = {}) {
-  if (!shared) {
+  const asked = Object.values(options).some((v) => v !== undefined);
+  if (!asked && shared.size) return shared.values().next().value;
+  const key = engineKey(options);
+  if (!shared.has(key)) {
     const attempt = createEngine({
       ...options,
       onProgress: (p) => {
@@ -314,17 +330,17 @@ export function getEngine(options = {}) {
         for (const listener of progressListeners) listener(p);
       },
     });
-    shared = attempt;
+    shared.set(key, attempt);
     // A failed load is forgotten so that a retry starts afresh.
     attempt.catch(() => {
-      if (shared === attempt) shared = null;
+      if (shared.get(key) === attempt) shared.delete(key);
     });
   }
-  return shared;
+  return shared.get(key);
 }
 
-// For tests: forget the shared engine.
+// For tests: forget the shared engines.
 export function resetSharedEngine() {
-  shared = null;
+  shared.clear();
   lastProgress = null;
 }

@@ -1,12 +1,21 @@
 // <attention-compare>: the same token read three ways side by side: through two heads (by
 // default the sharpest and the broadest for that token, picked from the loaded model) and
 // through head-averaged attention rollout, each with its ratio to uniform.
-import { AttentionFigure } from './base.js';
+import { ATTRIBUTES, AttentionFigure, define } from './base.js';
 import { attentionRowOf, headsForToken, rolloutRowOf, rowSummary, sharpestAndBroadest } from './data.js';
 import { fmt, h, headName, headShort } from './dom.js';
-import { barLegend, rowChart } from './bars.js';
+import { barLegend, rowChart, rowPanel } from './bars.js';
 
 const AUTO = 'auto';
+
+// "2.1 4.3" (layer.head, counting from 1) to ["1,0", "3,2"]; anything else in a place is AUTO.
+function parseHeads(value) {
+  const parts = String(value ?? '').trim().split(/[\s,]+/);
+  return [0, 1].map((k) => {
+    const m = /^(\d{1,2})\.(\d{1,2})$/.exec(parts[k] ?? '');
+    return m && Number(m[1]) >= 1 && Number(m[2]) >= 1 ? `${Number(m[1]) - 1},${Number(m[2]) - 1}` : AUTO;
+  });
+}
 
 class AttentionCompare extends AttentionFigure {
   static css = `
@@ -20,9 +29,20 @@ class AttentionCompare extends AttentionFigure {
 
   static placeholderHeight = '22em';
 
+  static frameHeight = 760;
+
   constructor() {
     super();
     this.choice = [AUTO, AUTO];  // per head panel: AUTO or "layer,head"
+    this.picked = [];            // the heads the panels show, as {layer, head}
+  }
+
+  attributeChangedCallback(name, old, value) {
+    if (name === ATTRIBUTES.heads) {
+      this.choice = parseHeads(value);
+      if (this.view?.result) this.render(this.view);
+    }
+    super.attributeChangedCallback(name, old, value);
   }
 
   render(view) {
@@ -32,13 +52,15 @@ class AttentionCompare extends AttentionFigure {
     const autos = [sharpest, broadest];
     const heads = headsForToken(result, token);
     const word = result.tokens[token].text;
+    this.picked = [];
     const panels = [0, 1].map((k) => {
       const picked = this.choice[k] === AUTO ? autos[k] : heads.find((x) => `${x.layer},${x.head}` === this.choice[k]) ?? autos[k];
+      this.picked.push(picked);
       const row = attentionRowOf(result, picked.layer, picked.head, token);
       const s = rowSummary(row);
       const select = h('select', {
         'aria-label': `Head for panel ${k + 1}`,
-        on: { change: (e) => { this.choice[k] = e.target.value; this.render(this.view); } },
+        on: { change: (e) => { this.choice[k] = e.target.value; this.render(this.view); this.updateTools(); } },
       },
       h('option', { value: AUTO, text: `${k === 0 ? 'Sharpest' : 'Broadest'} for this token (${headShort(autos[k].layer, autos[k].head)})` }),
       heads.map((x) => h('option', { value: `${x.layer},${x.head}`, text: headName(x.layer, x.head) })));
@@ -60,6 +82,36 @@ class AttentionCompare extends AttentionFigure {
         caption: `\u201c${word}\u201d through attention rollout` })));
     this.bodyEl.replaceChildren(h('div.panels', {}, panels), barLegend(rollout, 1, 'weight (each panel scaled to its own largest weight)'));
   }
+
+  snippetAttributes(view) {
+    const out = super.snippetAttributes(view).filter(([name]) => name !== ATTRIBUTES.layer && name !== ATTRIBUTES.head);
+    if (this.choice.some((c) => c !== AUTO)) {
+      out.push([ATTRIBUTES.heads, this.picked.map((x) => `${x.layer + 1}.${x.head + 1}`).join(' ')]);
+    }
+    return out;
+  }
+
+  exportTitle(view) {
+    return `\u201c${view.result.tokens[view.token].text}\u201d read through two heads and through rollout`;
+  }
+
+  exportLines(view) {
+    const [a, b] = this.picked;
+    return [...this.contextLines(view), `Token \u201c${view.result.tokens[view.token].text}\u201d, ${view.token + 1} of ${view.result.n}; ${headName(a.layer, a.head)} and ${headName(b.layer, b.head)}`];
+  }
+
+  exportPanels(view) {
+    const { result, token } = view;
+    const panel = (row, title) => rowPanel({ tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial: view.showSpecial, title: `${title}: ratio ${fmt(rowSummary(row).ratioToUniform, 2)}` });
+    return {
+      columns: 3,
+      panels: [
+        ...this.picked.map((x) => panel(attentionRowOf(result, x.layer, x.head, token), headShort(x.layer, x.head))),
+        panel(rolloutRowOf(result, token), 'Rollout'),
+      ],
+      note: 'Each panel scaled to its own largest weight; dashed line: the uniform share 1/n; ratio: largest weight over 1/n.',
+    };
+  }
 }
 
-customElements.define('attention-compare', AttentionCompare);
+define('compare', AttentionCompare);

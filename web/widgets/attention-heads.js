@@ -2,8 +2,9 @@
 // one shared scale (0 to 1), so that the reader sees sixteen heads that were never trained to
 // agree. Each panel names the token that head favours and its ratio to uniform; clicking a
 // panel selects that head for the other figures.
-import { AttentionFigure } from './base.js';
+import { AttentionFigure, define } from './base.js';
 import { attentionRowOf, headsForToken } from './data.js';
+import { rowPanel } from './bars.js';
 import { fmt, h, headName, headShort, svg } from './dom.js';
 
 const WIDTH = 100;
@@ -77,6 +78,26 @@ class AttentionHeads extends AttentionFigure {
       h('details.data', {}, h('summary', { text: 'All sixteen rows as a table' }), h('div.table-scroll', {}, table)));
     if (focused !== undefined) this.bodyEl.querySelector(`[data-index="${focused}"]`)?.focus();
   }
+
+  exportTitle(view) {
+    return `The row of \u201c${view.result.tokens[view.token].text}\u201d in all ${view.result.layers * view.result.heads} heads`;
+  }
+
+  exportLines(view) {
+    return [...this.contextLines(view), `Token \u201c${view.result.tokens[view.token].text}\u201d, ${view.token + 1} of ${view.result.n}; selected: ${headName(view.layer, view.head)}`];
+  }
+
+  exportPanels(view) {
+    const { result, token } = view;
+    return {
+      columns: result.heads,
+      panels: headsForToken(result, token).map((x) => rowPanel({
+        tokens: result.tokens, roles: result.roles, row: attentionRowOf(result, x.layer, x.head, token), selected: token,
+        showSpecial: view.showSpecial, scaleMax: 1, title: `${headShort(x.layer, x.head)} \u00d7${fmt(x.ratioToUniform, 1)}`,
+      })),
+      note: 'Every panel on one scale from 0 to 1; dashed line: the uniform share 1/n; \u00d7: ratio to uniform.',
+    };
+  }
 }
 
-customElements.define('attention-heads', AttentionHeads);
+define('heads', AttentionHeads);

@@ -2,11 +2,11 @@
 // chips grouped under their words, a 4 x 4 picker of every layer and head (each a tiny heatmap
 // of that head over the sentence), and the selected token's attention row as labelled bars
 // with its sum, the uniform share, the ratio to uniform and the entropy.
-import { AttentionFigure } from './base.js';
+import { AttentionFigure, define } from './base.js';
 import { css, paintCells, weightColour } from './colour.js';
 import { attentionRowOf, headsForToken, ROLE, rowSummary } from './data.js';
 import { fmt, h, headName, headShort } from './dom.js';
-import { barLegend, barScale, rowChart, specialShare } from './bars.js';
+import { barLegend, barScale, rowChart, selectedRowPanels, specialShare } from './bars.js';
 import { PRESETS } from '../state.js';
 
 const INPUT_DELAY_MS = 300;
@@ -215,15 +215,24 @@ class AttentionInstrument extends AttentionFigure {
         h('td', { text: fmt(x.entropy, 3) }))))));
   }
 
-  onTyping() {
-    clearTimeout(this._timer);
-    this._timer = setTimeout(() => this.commitSentence(), INPUT_DELAY_MS);
+  exportTitle(view) {
+    return `The attention row of \u201c${view.result.tokens[view.token].text}\u201d`;
   }
 
-  commitSentence() {
+  exportPanels(view) {
+    return selectedRowPanels(view);
+  }
+
+  onTyping() {
+    clearTimeout(this._timer);
+    this._timer = setTimeout(() => this.commitSentence(true), INPUT_DELAY_MS);
+  }
+
+  // transient: the reader paused while typing, which is not yet a choice worth a history entry.
+  commitSentence(transient = false) {
     clearTimeout(this._timer);
     const sentence = this.input.value;
-    if (sentence !== this.view?.sentence) this.select({ sentence, token: -1 });
+    if (sentence !== this.view?.sentence) this.select({ sentence, token: -1, transient });
   }
 
   onChipKey(event, i) {
@@ -249,4 +258,4 @@ class AttentionInstrument extends AttentionFigure {
   }
 }
 
-customElements.define('attention-instrument', AttentionInstrument);
+define('instrument', AttentionInstrument);

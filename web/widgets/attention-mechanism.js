@@ -2,7 +2,7 @@
 // selected token's vector entering the layer, its query split into heads, the query of the
 // selected head against every key, the dot products, the same divided by sqrt(d_head), and the
 // softmax that turns those scores into the row the instrument shows.
-import { AttentionFigure } from './base.js';
+import { AttentionFigure, define } from './base.js';
 import { paintCells, prefersDark, signedColour } from './colour.js';
 import { mechanism } from './data.js';
 import { fmt, h, headName } from './dom.js';
@@ -130,6 +130,30 @@ class AttentionMechanism extends AttentionFigure {
         h('div.step-title', { text: 'The result is the row the instrument shows' }),
         h('p.check', { text: `Recomputed here in JavaScript from q and k; the largest difference from the engine\u2019s row is ${m.maxDifference.toExponential(1)}. Without the division by ${fmt(m.scale, 0)} the largest weight would be ${fmt(Math.max(...m.unscaled), 3)} instead of ${fmt(m.weights[top], 3)}.` }))));
   }
+
+  static frameHeight = 900;
+
+  canExport() {
+    const v = this.view;
+    return Boolean(v?.result && mechanism(v.result, v.layer, v.head, v.token));
+  }
+
+  exportTitle(view) {
+    return `How the row of \u201c${view.result.tokens[view.token].text}\u201d is computed: q \u00b7 k, divided by \u221a(d/h), softmax`;
+  }
+
+  exportPanels(view) {
+    const { result, layer, head, token } = view;
+    const m = mechanism(result, layer, head, token);
+    return {
+      panels: [{
+        title: `Softmax of the scores q \u00b7 k / ${fmt(m.scale, 0)} (labels: token and its score)`,
+        labels: result.tokens.map((t, j) => `${t.text} (${fmt(m.scores[j], 2)})`),
+        values: m.weights, selected: token, uniform: 1 / result.n, scaleMax: 1,
+      }],
+      note: `Sum of the weights: ${fmt(m.weights.reduce((a, b) => a + b, 0), 6)}. Dashed line: the uniform share 1/${result.n}.`,
+    };
+  }
 }
 
-customElements.define('attention-mechanism', AttentionMechanism);
+define('mechanism', AttentionMechanism);

@@ -1,8 +1,8 @@
 // One attention row as a labelled bar chart that is also a table: each token is a table row
 // with its label, a bar and its value, and the uniform share 1/n is a dashed line through the
 // bars. Every table row carries the full-precision weight in data-value.
-import { fmt, h } from './dom.js';
-import { ROLE } from './data.js';
+import { fmt, h, headName } from './dom.js';
+import { attentionRowOf, ROLE, rowSummary } from './data.js';
 
 // The bar scale's top: the row's largest weight (or 1/n) rounded up to a tenth.
 export function barScale(row) {
@@ -48,4 +48,34 @@ export function specialShare(row, roles) {
   let s = 0;
   for (let j = 0; j < row.length; ++j) if (roles[j] === ROLE.cls || roles[j] === ROLE.sep) s += row[j];
   return s;
+}
+
+// One row as a panel of the exported picture (export.js), without the hidden [CLS] and [SEP].
+export function rowPanel({ tokens, roles, row, selected = -1, showSpecial = true, title, scaleMax = barScale(row) }) {
+  const keep = [];
+  for (let j = 0; j < row.length; ++j) {
+    if (showSpecial || (roles[j] !== ROLE.cls && roles[j] !== ROLE.sep)) keep.push(j);
+  }
+  return {
+    title,
+    labels: keep.map((j) => tokens[j].text),
+    values: keep.map((j) => row[j]),
+    selected: keep.indexOf(selected),
+    uniform: 1 / row.length,
+    scaleMax,
+  };
+}
+
+// The picture of the selected token's row in the selected head (the instrument and the row).
+export function selectedRowPanels({ result, token, layer, head, showSpecial }) {
+  const row = attentionRowOf(result, layer, head, token);
+  const s = rowSummary(row);
+  const hidden = showSpecial ? '' : ` [CLS] and [SEP] not drawn; they hold ${fmt(specialShare(row, result.roles), 4)}.`;
+  return {
+    panels: [rowPanel({
+      tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial,
+      title: `${headName(layer, head)}: row sum ${fmt(s.sum, 6)}, ratio to uniform ${fmt(s.ratioToUniform, 2)}`,
+    })],
+    note: `Dashed line: the uniform share 1/${s.n} = ${fmt(1 / s.n, 4)}.${hidden}`,
+  };
 }

@@ -2,13 +2,34 @@
 // (example, live, or what failed with a retry) and a body the subclass draws from a "view":
 //   { result, token, layer, head, showSpecial, mode: 'example'|'live'|'loading'|'error',
 //     model: {name, note, ...}, progress: {percent, loaded, total}, error: {message},
-//     ready: engine loaded, sentence }
+//     ready: engine loaded, sentence, sources: {[attribute]: absolute URL} }
 // The article hands every figure the same view. Readers' choices leave a figure as events
-// (bubbling out of the shadow root) so that the page's state decides what happens.
+// (bubbling out of the shadow root) so that the page's state decides what happens. Under the
+// body every figure has a toolbar: the code to embed it as it is now, and SVG and PNG downloads.
 import { DEFAULT_MANIFEST_URL, getEngine, onEngineProgress } from '../engine/engine.js';
 import { describeModel, resolveSelection, ROLE } from './data.js';
-import { h } from './dom.js';
+import { h, headName } from './dom.js';
+import { download, figureSvg, pngBlob, svgText } from './export.js';
+import { elementSnippet, frameSnippet } from './snippet.js';
 import { BASE_CSS } from './style.js';
+import { DEFAULT_WORD_TEXT, PRESETS } from '../state.js';
+
+// Every figure's element name, by the short name that embed.html's `widget` parameter takes.
+export const TAGS = Object.freeze({
+  instrument: 'attention-instrument',
+  row: 'attention-row',
+  mechanism: 'attention-mechanism',
+  softmax: 'softmax-lab',
+  compare: 'attention-compare',
+  heads: 'attention-heads',
+});
+
+// Defines a figure's element once, however many copies of the widgets a page loads (the
+// article's modules and the embedding bundle may meet in one page).
+export function define(key, figureClass) {
+  figureClass.figureKey = key;
+  if (!customElements.get(TAGS[key])) customElements.define(TAGS[key], figureClass);
+}
 
 // Attributes of a figure used on its own (outside the article): with a `sentence` attribute
 // the figure loads the page's shared engine itself and follows its attributes. Layer and head
@@ -22,7 +43,11 @@ export const ATTRIBUTES = Object.freeze({
   hideSpecial: 'hide-special',
   modelSrc: 'model-src',
   manifestSrc: 'manifest-src',
+  engineSrc: 'engine-src',
+  heads: 'heads',    // <attention-compare>: its two heads as "layer.head layer.head", e.g. "2.1 4.3"
+  scores: 'scores',  // <softmax-lab>: its five scores, e.g. "2 1 0.5 -0.5 -1.5"
 });
+const SOURCE_ATTRIBUTES = [ATTRIBUTES.modelSrc, ATTRIBUTES.manifestSrc, ATTRIBUTES.engineSrc];
 
 export const EVENTS = Object.freeze({
   select: 'attention-select',  // detail: a patch of {sentence, token, layer, head, showSpecial}
@@ -44,6 +69,16 @@ export function progressText(progress) {
 export class AttentionFigure extends HTMLElement {
   static observedAttributes = Object.values(ATTRIBUTES);
 
+  // Set by the embedding bundle: there every figure follows its own attributes, with a default
+  // sentence, since no article drives it.
+  static embedded = false;
+
+  // False for figures that compute everything themselves (the softmax lab).
+  static needsModel = true;
+
+  // What the iframe form needs for this figure's height, in CSS pixels.
+  static frameHeight = 520;
+
   constructor() {
     super();
     this._view = null;
@@ -51,7 +86,8 @@ export class AttentionFigure extends HTMLElement {
     root.append(h('style', { text: BASE_CSS + (this.constructor.css ?? '') }));
     this.statusEl = h('div.status', { role: 'status', 'aria-live': 'polite' });
     this.bodyEl = h('div.body');
-    root.append(this.statusEl, this.bodyEl);
+    this.toolsEl = this.buildTools();
+    root.append(this.statusEl, this.bodyEl, this.toolsEl);
   }
 
   get view() {
@@ -63,10 +99,12 @@ export class AttentionFigure extends HTMLElement {
     this._view = view;
     this.renderStatus(view);
     if (this.bodyChanged(view, previous)) this.render(view, previous);
+    this.updateTools();
   }
 
   connectedCallback() {
-    if (this.hasAttribute(ATTRIBUTES.sentence)) this.standalone();
+    if (!this.constructor.needsModel) return;
+    if (this.hasAttribute(ATTRIBUTES.sentence) || AttentionFigure.embedded) this.standalone();
   }
 
   attributeChangedCallback() {
@@ -104,11 +142,10 @@ export class AttentionFigure extends HTMLElement {
   loadStandalone() {
     const state = this._standalone;
     state.error = null;
-    const base = document.baseURI;
-    const manifest = this.getAttribute(ATTRIBUTES.manifestSrc);
-    const model = this.getAttribute(ATTRIBUTES.modelSrc);
-    const options = { manifestUrl: manifest ? new URL(manifest, base).href : DEFAULT_MANIFEST_URL };
-    if (model) options.modelUrl = new URL(model, base).href;
+    const sources = this.sources();
+    const options = { manifestUrl: sources[ATTRIBUTES.manifestSrc] ?? DEFAULT_MANIFEST_URL };
+    if (sources[ATTRIBUTES.modelSrc]) options.modelUrl = sources[ATTRIBUTES.modelSrc];
+    if (sources[ATTRIBUTES.engineSrc]) options.engineUrl = sources[ATTRIBUTES.engineSrc];
     this.refreshStandalone();
     getEngine(options).then((engine) => {
       state.engine = engine;
@@ -119,13 +156,30 @@ export class AttentionFigure extends HTMLElement {
     });
   }
 
+  // The addresses given as attributes, resolved against the host page (where an author wrote
+  // them); unparsable ones are left out, so the defaults beside the bundle apply.
+  sources() {
+    const out = {};
+    for (const name of SOURCE_ATTRIBUTES) {
+      const value = this.getAttribute(name);
+      if (!value) continue;
+      try {
+        out[name] = new URL(value, document.baseURI).href;
+      } catch {
+        // Not an address: ignored.
+      }
+    }
+    return out;
+  }
+
   refreshStandalone() {
     const { engine, error, progress } = this._standalone;
-    const sentence = this.getAttribute(ATTRIBUTES.sentence) ?? '';
+    const given = this.getAttribute(ATTRIBUTES.sentence);
+    const sentence = given ?? PRESETS[0];
     const view = {
       mode: engine ? 'live' : error ? 'error' : 'loading', error, progress, ready: Boolean(engine),
       model: engine ? describeModel(engine.info) : null, sentence, result: null,
-      showSpecial: !this.hasAttribute(ATTRIBUTES.hideSpecial),
+      showSpecial: !this.hasAttribute(ATTRIBUTES.hideSpecial), sources: this.sources(),
     };
     if (engine) {
       try {
@@ -136,7 +190,7 @@ export class AttentionFigure extends HTMLElement {
       }
     }
     if (view.result) {
-      const word = this.getAttribute(ATTRIBUTES.word) ?? '';
+      const word = this.getAttribute(ATTRIBUTES.word) ?? (given === null ? DEFAULT_WORD_TEXT : '');
       const tokens = view.result.tokens;
       let token = /^\d+$/.test(word) ? Number(word) : tokens.findIndex((t, i) => t.text.toLowerCase() === word.toLowerCase() && view.result.roles[i] !== ROLE.cls);
       if (!(token >= 0 && token < tokens.length)) token = -1;
@@ -214,5 +268,137 @@ export class AttentionFigure extends HTMLElement {
   // model is open.
   isExample(view) {
     return view.mode !== 'live';
+  }
+
+  // ---- Embedding and export ----
+
+  buildTools() {
+    const button = (text, action, label) => h('button', { type: 'button', dataset: { action }, 'aria-label': label, text, on: { click: () => this.onTool(action) } });
+    this.embedButton = button('Embed', 'embed', 'Show the code that embeds this figure as it is now');
+    this.embedButton.setAttribute('aria-expanded', 'false');
+    this.snippetEl = h('textarea.snippet', { readonly: true, rows: 3, spellcheck: 'false', 'aria-label': 'Code for a script tag and the element' });
+    this.frameSnippetEl = h('textarea.snippet', { readonly: true, rows: 2, spellcheck: 'false', 'aria-label': 'Code for an iframe' });
+    this.embedPanel = h('div.embed-panel', { hidden: true },
+      h('p', { text: 'Paste this into any page; the script loads the engine and the model from this site.' }),
+      this.snippetEl,
+      h('p', { text: 'Or, where a site allows only iframes:' }),
+      this.frameSnippetEl,
+      h('button', { type: 'button', dataset: { action: 'copy' }, text: 'Copy the script and element', on: { click: () => this.onTool('copy') } }));
+    this.toolMessage = h('span.tool-message', { role: 'status' });
+    return h('div.tools', { hidden: true },
+      h('div.tool-buttons', {}, this.embedButton,
+        button('SVG', 'svg', 'Download this figure as SVG'),
+        button('PNG', 'png', 'Download this figure as PNG'),
+        this.toolMessage),
+      this.embedPanel);
+  }
+
+  // Whether there is something to embed or export.
+  canExport() {
+    return Boolean(this.view?.result);
+  }
+
+  updateTools() {
+    this.toolsEl.hidden = !this.canExport();
+    if (!this.embedPanel.hidden && this.canExport()) this.fillSnippets();
+  }
+
+  fillSnippets() {
+    const attributes = this.snippetAttributes(this.view);
+    const key = this.constructor.figureKey;
+    this.snippetEl.value = elementSnippet(TAGS[key], attributes);
+    this.frameSnippetEl.value = frameSnippet(key, attributes, this.exportTitle(this.view), this.constructor.frameHeight);
+  }
+
+  // The figure's state as the element's attributes, in the order an author would write them.
+  snippetAttributes(view) {
+    const out = [];
+    const { result, token } = view;
+    if (result) {
+      out.push([ATTRIBUTES.sentence, result.text]);
+      const text = result.tokens[token].text;
+      const first = result.tokens.findIndex((t, i) => t.text.toLowerCase() === text.toLowerCase() && result.roles[i] !== ROLE.cls);
+      // A word's text reads better; its position is exact where the text occurs earlier too.
+      out.push([ATTRIBUTES.word, first === token && !/^\d+$/.test(text) ? text : String(token)]);
+      out.push([ATTRIBUTES.layer, String(view.layer + 1)], [ATTRIBUTES.head, String(view.head + 1)]);
+    }
+    if (view.showSpecial === false) out.push([ATTRIBUTES.hideSpecial, true]);
+    for (const [name, url] of Object.entries(view.sources ?? {})) out.push([name, url]);
+    return out;
+  }
+
+  // The picture's title; subclasses name what they draw.
+  exportTitle(view) {
+    const word = view.result ? `\u201c${view.result.tokens[view.token].text}\u201d` : '';
+    return `Attention of ${word}`;
+  }
+
+  // The lines under the title: the sentence, the model, the layer and head, the token.
+  exportLines(view) {
+    const { result } = view;
+    return [...this.contextLines(view), `${headName(view.layer, view.head).replace(/^l/, 'L')}; token \u201c${result.tokens[view.token].text}\u201d, ${view.token + 1} of ${result.n}`];
+  }
+
+  contextLines({ result, model }) {
+    const lines = [`Sentence: \u201c${result.text}\u201d`];
+    if (model) lines.push(`Model: ${model.name}${model.note ? ` (${model.note})` : ''}`);
+    return lines;
+  }
+
+  // What the picture shows: {panels, columns, note}; subclasses choose their rows.
+  exportPanels() {
+    return null;
+  }
+
+  exportSpec() {
+    const view = this.view;
+    if (!this.canExport()) return null;
+    const panels = this.exportPanels(view);
+    if (!panels) return null;
+    return { title: this.exportTitle(view), lines: this.exportLines(view), ...panels };
+  }
+
+  // The figure as an SVG document (a string), or null when it has nothing to show yet.
+  toSVG() {
+    const spec = this.exportSpec();
+    if (!spec) return null;
+    const { element } = figureSvg(spec);
+    return svgText(element);
+  }
+
+  async toPNG() {
+    const spec = this.exportSpec();
+    if (!spec) return null;
+    const { element, width, height } = figureSvg(spec);
+    return pngBlob(svgText(element), width, height);
+  }
+
+  fileName(extension) {
+    const view = this.view;
+    const where = view?.result && this.constructor.needsModel ? `-L${view.layer + 1}H${view.head + 1}` : '';
+    return `${TAGS[this.constructor.figureKey]}${where}.${extension}`;
+  }
+
+  async onTool(action) {
+    this.toolMessage.textContent = '';
+    try {
+      if (action === 'embed') {
+        const open = this.embedPanel.hidden;
+        this.embedPanel.hidden = !open;
+        this.embedButton.setAttribute('aria-expanded', String(open));
+        if (open) this.fillSnippets();
+      } else if (action === 'copy') {
+        await navigator.clipboard.writeText(this.snippetEl.value);
+        this.toolMessage.textContent = 'Copied.';
+      } else if (action === 'svg') {
+        const text = this.toSVG();
+        if (text) download(new Blob([text], { type: 'image/svg+xml' }), this.fileName('svg'), this.shadowRoot);
+      } else if (action === 'png') {
+        const blob = await this.toPNG();
+        if (blob) download(blob, this.fileName('png'), this.shadowRoot);
+      }
+    } catch (error) {
+      this.toolMessage.textContent = action === 'copy' ? 'Copying was refused; select the code and copy it by hand.' : `The picture failed: ${error.message}`;
+    }
   }
 }

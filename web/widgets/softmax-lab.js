@@ -1,7 +1,7 @@
 // <softmax-lab>: a short row of scores the reader sets, and the softmax of that row. Whatever
 // the scores, the weights are positive and sum to 1, so a row cannot say "nothing here": equal
 // scores, however low, give the uniform row.
-import { AttentionFigure } from './base.js';
+import { ATTRIBUTES, AttentionFigure, define } from './base.js';
 import { softmax } from './data.js';
 import { fmt, h } from './dom.js';
 
@@ -18,7 +18,11 @@ const SETTINGS = {
 };
 
 class SoftmaxLab extends AttentionFigure {
-  static observedAttributes = ['scores'];
+  static observedAttributes = [ATTRIBUTES.scores];
+
+  static needsModel = false;
+
+  static frameHeight = 420;
 
   static css = `
   .lab { display: grid; grid-template-columns: auto minmax(6em, 1fr) 3.4em minmax(5em, 1fr) 4.2em; gap: 0.35em 0.6em; align-items: center; }
@@ -46,7 +50,7 @@ class SoftmaxLab extends AttentionFigure {
   }
 
   attributeChangedCallback(name, _old, value) {
-    if (name !== 'scores' || value === null) return;
+    if (name !== ATTRIBUTES.scores || value === null) return;
     const parsed = value.split(/[\s,]+/).filter(Boolean).map(Number);
     if (parsed.length === KEYS && parsed.every(Number.isFinite)) this.setScores(parsed);
   }
@@ -114,7 +118,37 @@ class SoftmaxLab extends AttentionFigure {
     this.noteEl.textContent = spread === 0
       ? `All ${KEYS} scores are ${fmt(this.scores[0], 1)}, so every key gets exactly 1/${KEYS} = ${fmt(1 / KEYS, 4)}. The row does not come out empty; it comes out uniform.`
       : `The smallest weight is ${smallest < 1e-4 ? smallest.toExponential(1) : fmt(smallest, 4)}: positive, never zero. Adding the same number to every score changes nothing; only the differences count.`;
+    this.updateTools();
+  }
+
+  canExport() {
+    return true;
+  }
+
+  snippetAttributes() {
+    return [[ATTRIBUTES.scores, this.scores.map((s) => String(Math.round(s * 100) / 100)).join(' ')]];
+  }
+
+  exportTitle() {
+    return `The softmax of ${KEYS} scores`;
+  }
+
+  exportLines() {
+    const { weights } = softmax(this.scores);
+    return [`Scores: ${this.scores.map((s) => fmt(s, 1)).join(', ')}`, `The weights sum to ${fmt(weights.reduce((a, b) => a + b, 0), 6)}`];
+  }
+
+  exportPanels() {
+    const { weights } = softmax(this.scores);
+    return {
+      panels: [{
+        title: 'Weight after softmax',
+        labels: this.scores.map((s, k) => `key ${k + 1} (${fmt(s, 1)})`),
+        values: weights, selected: -1, uniform: 1 / KEYS, scaleMax: 1,
+      }],
+      note: `Dashed line: the even share 1/${KEYS}.`,
+    };
   }
 }
 
-customElements.define('softmax-lab', SoftmaxLab);
+define('softmax', SoftmaxLab);

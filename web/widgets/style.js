@@ -1,6 +1,7 @@
 // The styles every widget's shadow root starts with. Colours are custom properties with an
 // --attn- prefix so that a host page may restyle a widget; the defaults follow the reader's
-// light or dark setting. Widgets size themselves to their container (container queries).
+// light or dark setting (--attn-font-size sets the type size). Widgets size themselves to their
+// container (container queries).
 export const BASE_CSS = `
 :host {
   --attn-fg: #1b1b1f;
@@ -14,13 +15,7 @@ export const BASE_CSS = `
   --attn-focus: #1a66d6;
   --attn-error: #b3261e;
   --attn-error-bg: #fdecea;
-  display: block;
-  container-type: inline-size;
-  color: var(--attn-fg);
-  font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
-  font-variant-numeric: tabular-nums;
   min-width: 0;
-  text-align: start;
 }
 @media (prefers-color-scheme: dark) {
   :host {
@@ -37,8 +32,43 @@ export const BASE_CSS = `
     --attn-error-bg: #3a1d1b;
   }
 }
+/* A host page's global rules reach a widget through its element and what that element passes
+   down by inheritance. Important declarations of a shadow tree win over the page's, even over
+   its important ones, so these keep the widget's layout and type whatever the host sets; a host
+   restyles a widget through the --attn- properties instead. */
+:host {
+  display: block !important;
+  container-type: inline-size !important;
+  color: var(--attn-fg) !important;
+  font: var(--attn-font-size, 15px)/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif !important;
+  font-variant-numeric: tabular-nums !important;
+  text-align: start !important;
+  text-transform: none !important;
+  text-indent: 0 !important;
+  text-shadow: none !important;
+  letter-spacing: normal !important;
+  word-spacing: normal !important;
+  white-space: normal !important;
+  word-break: normal !important;
+  overflow-wrap: normal !important;
+  writing-mode: horizontal-tb !important;
+  border-collapse: separate !important;
+  cursor: auto !important;
+  visibility: visible !important;
+  -webkit-text-fill-color: currentColor !important;
+}
+:host([hidden]) { display: none !important; }
 * { box-sizing: border-box; }
 [hidden] { display: none !important; }
+.tools { margin-top: 0.6em; font-size: 0.82em; color: var(--attn-muted); }
+.tool-buttons { display: flex; flex-wrap: wrap; gap: 0.35em; align-items: center; }
+.tool-buttons button { min-height: 1.9em; padding: 0.1em 0.6em; }
+.embed-panel p { margin: 0.5em 0 0.2em; }
+.snippet {
+  display: block; width: 100%; resize: vertical; font: 0.95em/1.4 ui-monospace, "SF Mono", Menlo, Consolas, monospace;
+  padding: 0.4em; border: 1px solid var(--attn-line); border-radius: 6px; background: var(--attn-bg); color: var(--attn-fg);
+  margin-bottom: 0.3em;
+}
 button, input, select { font: inherit; color: inherit; }
 button {
   cursor: pointer;

@@ -1,0 +1,392 @@
+// The embeddable widgets in Debian's Chromium (driven by npm playwright-core): the demo host on
+// a second origin loading the bundle, the wasm engine and the model cross-origin with one
+// request each; attributes changed after load; a host with aggressive global CSS; the iframe
+// form; hostile attributes, URL parameters and hashes; the article's permalinks and history;
+// the embed snippets; SVG and PNG downloads. Needs the assembled site:
+//   node scripts/build_site.mjs   (writes web/models/, web/dist/ and, with the CLI, web/examples/)
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const require = createRequire(import.meta.url);
+const { chromium } = require('playwright-core');
+const httpServer = require('http-server');
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const web = join(root, 'web');
+const artifacts = join(root, 'test-artifacts');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+// Headless flags from FACTS.md: without the networking ones Chromium keeps trying to go online.
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ROW_SUM_TOLERANCE = 1e-6;  // DESIGN.md: every row the page shows sums to 1 within 1e-6
+const LOAD_TIMEOUT_MS = 60000;
+const BUNDLE = 'dist/attention-widgets.js';
+const DEMO_SENTENCE = 'The keys to the cabinet are on the table.';
+
+// Markup that must stay text wherever a reader or a host can put it.
+const HOSTILE = [
+  '<img src=x onerror="window.__injected=1">',
+  '\' onmouseover=\'window.__injected=3\' x=\'',
+  '"><script>window.__injected=2</script><b>bold</b> & more',
+];
+
+let site;      // the widgets' site, with CORS (as scripts/serve.sh)
+let host;      // a second origin serving the same files, without CORS
+let siteUrl;
+let hostUrl;
+let browser;
+
+async function serve(cors) {
+  const server = httpServer.createServer({ root: web, cache: -1, cors, showDir: false, logFn: () => {} });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return server;
+}
+
+before(async () => {
+  for (const file of [BUNDLE, 'models/manifest.json', 'engine/attention_engine.wasm']) {
+    assert.ok(existsSync(join(web, file)), `web/${file} is missing: run node scripts/build_site.mjs first.`);
+  }
+  mkdirSync(artifacts, { recursive: true });
+  site = await serve(true);
+  host = await serve(false);
+  // Two origins: 127.0.0.1 and localhost differ by host as well as by port.
+  siteUrl = `http://127.0.0.1:${site.server.address().port}/`;
+  hostUrl = `http://localhost:${host.server.address().port}/`;
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+});
+
+after(async () => {
+  await browser?.close();
+  site?.close();
+  host?.close();
+});
+
+// A fresh context per test (its own Cache API, so the model is downloaded afresh), recording
+// every request, page error and dialog.
+async function openPage(url, { viewport = { width: 1200, height: 900 } } = {}) {
+  const context = await browser.newContext({ viewport, acceptDownloads: true });
+  const page = await context.newPage();
+  const errors = [];
+  const requests = [];
+  let dialogs = 0;
+  page.on('pageerror', (error) => errors.push(error.message));
+  page.on('request', (request) => requests.push(request.url()));
+  page.on('dialog', (dialog) => { dialogs += 1; dialog.dismiss(); });
+  await page.goto(url);
+  return { page, context, errors, requests, dialogs: () => dialogs };
+}
+
+const demoUrl = () => `${hostUrl}embed-demo.html?from=${encodeURIComponent(siteUrl)}`;
+const live = (page, selector) => page.locator(`${selector} .status[data-mode="live"]`).waitFor({ timeout: LOAD_TIMEOUT_MS });
+
+// The shared engine's row, through the bundle's own exports (the same module instance, so the
+// same engine the widgets use).
+async function engineRow(page, { sentence, layer, head, token }) {
+  return page.evaluate(async ({ bundle, args }) => {
+    const { getEngine } = await import(bundle);
+    const result = (await getEngine()).analyze(args.sentence);
+    const start = ((args.layer * result.heads + args.head) * result.n + args.token) * result.n;
+    return { values: Array.from(result.attention.subarray(start, start + result.n), String), tokens: result.tokens.map((t) => t.text) };
+  }, { bundle: siteUrl + BUNDLE, args: { sentence, layer, head, token } });
+}
+
+// What a row chart inside `selector` shows.
+async function shownRow(page, selector) {
+  return page.locator(`${selector} table.bars`).first().evaluate((table) => ({
+    sentence: table.dataset.sentence,
+    layer: Number(table.dataset.layer),
+    head: Number(table.dataset.head),
+    token: Number(table.dataset.token),
+    values: [...table.querySelectorAll('tbody tr')].map((tr) => tr.dataset.value),
+  }));
+}
+
+async function checkRow(page, selector, expected) {
+  const shown = await shownRow(page, selector);
+  for (const [key, value] of Object.entries(expected)) assert.equal(shown[key], value, `${selector}: ${key}`);
+  const sum = shown.values.reduce((a, v) => a + Number(v), 0);
+  assert.ok(Math.abs(sum - 1) <= ROW_SUM_TOLERANCE, `${selector}: row sums to ${sum}`);
+  assert.deepEqual(shown.values, (await engineRow(page, shown)).values);
+  return shown;
+}
+
+// Elements of the kinds markup would inject, in the document and every shadow root.
+async function countInjected(page) {
+  return page.evaluate(() => {
+    const counts = { img: 0, script: 0, iframe: 0, b: 0, handlers: 0 };
+    const walk = (node) => {
+      for (const el of node.querySelectorAll('*')) {
+        const tag = el.tagName.toLowerCase();
+        // The widgets have <b> elements of their own; only the injected one says "bold".
+        if (tag in counts && (tag !== 'b' || el.textContent === 'bold')) counts[tag] += 1;
+        if ([...el.attributes].some((a) => /^on/i.test(a.name))) counts.handlers += 1;
+        if (el.shadowRoot) walk(el.shadowRoot);
+      }
+    };
+    walk(document);
+    return counts;
+  });
+}
+
+const isWasm = (url) => url.endsWith('.wasm');
+const isModel = (url) => url.endsWith('.attn');
+
+describe('embedding', { timeout: 180000 }, () => {
+  test('the demo host on a second origin renders its widgets cross-origin with one wasm and one model request', async () => {
+    const { page, context, errors, requests } = await openPage(demoUrl());
+    for (const id of ['#row', '#heads', '#compare']) await live(page, id);
+    assert.notEqual(new URL(hostUrl).origin, new URL(siteUrl).origin);
+    const wasm = requests.filter(isWasm);
+    const models = requests.filter(isModel);
+    assert.equal(wasm.length, 1, `wasm requests: ${wasm}`);
+    assert.equal(models.length, 1, `model requests: ${models}`);
+    assert.equal(requests.filter((u) => u.endsWith('manifest.json')).length, 1);
+    for (const url of [...wasm, ...models]) assert.equal(new URL(url).origin, new URL(siteUrl).origin, `${url} came from the host`);
+
+    const { tokens } = await engineRow(page, { sentence: DEMO_SENTENCE, layer: 0, head: 0, token: 0 });
+    await checkRow(page, '#row', { sentence: DEMO_SENTENCE, layer: 1, head: 2, token: tokens.indexOf('are') });
+    assert.equal(await page.locator('#heads button.multiple').count(), 16);
+    // hide-special: the comparison's rows leave out [CLS] and [SEP].
+    const compareRows = await page.locator('#compare section.panel').first().locator('tbody tr:visible').count();
+    assert.equal(compareRows, tokens.length - 2);
+    assert.equal(await page.locator('#lab .sum').textContent(), '1.000000');
+    assert.equal(await page.evaluate(() => window.__injected), undefined);
+
+    // Neither side styles the other: the host's .status and table.bars rules stay outside.
+    const styles = await page.evaluate(() => {
+      const inner = document.getElementById('row').shadowRoot;
+      return {
+        hostStatus: getComputedStyle(document.querySelector('p.status')).display,
+        innerStatusBackground: getComputedStyle(inner.querySelector('.status')).backgroundColor,
+        innerTableBorder: getComputedStyle(inner.querySelector('table.bars')).borderTopWidth,
+      };
+    });
+    assert.equal(styles.hostStatus, 'block', 'the widgets\u2019 .status rule reached the host page');
+    assert.notEqual(styles.innerStatusBackground, 'rgb(253, 230, 138)', 'the host\u2019s .status rule reached a widget');
+    assert.equal(styles.innerTableBorder, '0px', 'the host\u2019s table.bars rule reached a widget');
+
+    // More widgets later on the page share the same engine: no new download.
+    await page.evaluate(() => {
+      const extra = document.createElement('attention-row');
+      extra.id = 'extra';
+      document.querySelector('article').append(extra);
+    });
+    await live(page, '#extra');
+    assert.equal(requests.filter(isWasm).length, 1);
+    assert.equal(requests.filter(isModel).length, 1);
+    // With no attributes at all it shows a default sentence and word.
+    assert.ok((await shownRow(page, '#extra')).values.length > 2);
+    await page.screenshot({ path: join(artifacts, 'embed-demo.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('attributes changed after load update the figure; a reader\u2019s choice stays in its widget', async () => {
+    const { page, context, errors, requests } = await openPage(demoUrl());
+    for (const id of ['#row', '#heads', '#compare']) await live(page, id);
+    const set = (id, name, value) => page.evaluate(([i, n, v]) => (v === null ? document.getElementById(i).removeAttribute(n) : document.getElementById(i).setAttribute(n, v)), [id, name, value]);
+    const before = await shownRow(page, '#row');
+    await set('row', 'layer', '4');
+    await set('row', 'head', '1');
+    const moved = await checkRow(page, '#row', { layer: 3, head: 0, token: before.token });
+    assert.notDeepEqual(moved.values, before.values);
+
+    const sentence = 'Cats sleep in the warm sun.';
+    await set('row', 'sentence', sentence);
+    await set('row', 'word', 'sun');
+    const { tokens } = await engineRow(page, { sentence, layer: 0, head: 0, token: 0 });
+    await checkRow(page, '#row', { sentence, token: tokens.indexOf('sun'), layer: 3, head: 0 });
+    assert.deepEqual(await page.locator('#row button.chip').allTextContents(), tokens);
+    await set('row', 'hide-special', '');
+    assert.equal(await page.locator('#row table.bars tbody tr:visible').count(), tokens.length - 2);
+
+    // A click in the widget becomes its attribute.
+    await page.locator('#row button.chip').nth(2).click();
+    assert.equal(await page.locator('#row').getAttribute('word'), '2');
+    await checkRow(page, '#row', { token: 2 });
+
+    // The other widgets: the heads figure's word, the comparison's heads, the lab's scores.
+    await set('heads', 'word', 'keys');
+    const keysIndex = (await engineRow(page, { sentence: DEMO_SENTENCE, layer: 0, head: 0, token: 0 })).tokens.indexOf('keys');
+    await page.waitForFunction((k) => document.getElementById('heads').shadowRoot.querySelector('.multiples')?.getAttribute('aria-label')?.includes('keys'), keysIndex);
+    await set('compare', 'heads', '1.2 3.4');
+    const panels = await page.locator('#compare section.panel[data-kind="head"]').evaluateAll((els) => els.map((e) => [Number(e.dataset.layer), Number(e.dataset.head)]));
+    assert.deepEqual(panels, [[0, 1], [2, 3]]);
+    await set('lab', 'scores', '0 0 0 0 0');
+    const weights = await page.locator('#lab output').evaluateAll((outs) => outs.map((o) => Number(o.dataset.value)));
+    weights.forEach((w) => assert.ok(Math.abs(w - 0.2) < 1e-12));
+    assert.equal(requests.filter(isModel).length, 1);
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('aggressive global CSS in the host does not break the widgets, which size to their container', async () => {
+    const { page, context, errors } = await openPage(demoUrl());
+    for (const id of ['#row', '#heads', '#compare']) await live(page, id);
+    // The host's rules may move its own columns; compare each widget in a container as wide.
+    const measure = () => page.evaluate(() => ['row', 'heads', 'compare', 'lab'].map((id) => {
+      const el = document.getElementById(id);
+      const inner = el.shadowRoot;
+      const label = inner.querySelector('table.bars th, .multiple .title, .lab label');
+      const s = getComputedStyle(label);
+      const bars = [...inner.querySelectorAll('table.bars .bar, .lab .bar')].map((b) => b.getBoundingClientRect().width);
+      return {
+        id,
+        display: getComputedStyle(el).display,
+        font: [s.fontSize, s.lineHeight, s.textTransform, s.letterSpacing, s.fontStyle, s.textAlign, s.whiteSpace].join(' '),
+        color: s.color,
+        bars: bars.length,
+        barWidths: bars.filter((w) => w > 0).length,
+        overflow: inner.querySelector('.body').scrollWidth - inner.querySelector('.body').clientWidth,
+        width: el.getBoundingClientRect().width,
+        parentWidth: el.parentElement.getBoundingClientRect().width,
+        bodyHeight: inner.querySelector('.body').getBoundingClientRect().height,
+      };
+    }));
+    const calm = await measure();
+    await page.addStyleTag({ content: `
+      * { font: italic 900 27px/3.3 "Comic Sans MS", cursive !important; color: #e0e !important;
+          text-transform: uppercase !important; letter-spacing: 0.4em !important; text-align: center !important;
+          white-space: nowrap !important; display: inline !important; box-sizing: content-box !important;
+          visibility: visible; cursor: wait !important; word-spacing: 2em !important; }
+      html, body, main, article, aside { display: block !important; }
+      html { font: 17px/1.6 serif !important; }
+      .columns { display: grid !important; }
+      div, span, table, tr, td, th, button, svg, canvas, input, output, label, section { display: none !important; border: 5px solid red !important; }
+    ` });
+    const loud = await measure();
+    // The host's own text grows enormous under these rules; the widgets are what to look at.
+    for (const id of ['row', 'compare', 'lab']) await page.locator(`#${id}`).screenshot({ path: join(artifacts, `embed-hostile-css-${id}.png`) });
+    for (const [k, after] of loud.entries()) {
+      const before = calm[k];
+      assert.equal(after.display, 'block', `${after.id}: display`);
+      assert.equal(after.font, before.font, `${after.id}: type changed`);
+      assert.equal(after.color, before.color, `${after.id}: colour changed`);
+      assert.equal(after.barWidths, before.barWidths, `${after.id}: bars vanished`);
+      assert.ok(after.bars > 0 || after.id === 'heads');
+      assert.ok(after.overflow <= 1, `${after.id}: content overflows by ${after.overflow} px`);
+      assert.ok(after.width <= after.parentWidth + 0.5, `${after.id}: ${after.width} px in a ${after.parentWidth} px container`);
+      assert.ok(Math.abs(after.bodyHeight - before.bodyHeight) <= 0.05 * before.bodyHeight, `${after.id}: height ${before.bodyHeight} -> ${after.bodyHeight}`);
+    }
+    // Sized to the container: a narrow one makes the widget narrow, with nothing sticking out.
+    await page.evaluate(() => { document.getElementById('row').style.setProperty('width', '300px'); });
+    const narrow = await page.evaluate(() => {
+      const el = document.getElementById('row');
+      const body = el.shadowRoot.querySelector('.body');
+      return { width: el.getBoundingClientRect().width, overflow: body.scrollWidth - body.clientWidth };
+    });
+    assert.equal(Math.round(narrow.width), 300);
+    assert.ok(narrow.overflow <= 1, `a 300 px widget overflows by ${narrow.overflow} px`);
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('hostile attributes, iframe parameters and snippets inject nothing', async () => {
+    const { page, context, errors, dialogs } = await openPage(demoUrl());
+    await live(page, '#row');
+    const baseline = await countInjected(page);
+    for (const text of HOSTILE) {
+      await page.evaluate((t) => {
+        const row = document.getElementById('row');
+        row.setAttribute('sentence', t);
+        row.setAttribute('word', t);
+        row.setAttribute('layer', t);
+        row.setAttribute('head', '"><img src=x onerror=window.__injected=9>');
+      }, text);
+      const shown = await shownRow(page, '#row');
+      assert.equal(shown.sentence, text);
+      const { tokens } = await engineRow(page, { sentence: text, layer: 0, head: 0, token: 0 });
+      assert.deepEqual(await page.locator('#row button.chip').allTextContents(), tokens);
+      assert.deepEqual(await countInjected(page), baseline, `elements appeared for ${text}`);
+    }
+    // The embed snippet of that state is escaped, and an HTML parser reads back the same text.
+    await page.locator('#row button[data-action="embed"]').click();
+    const snippet = await page.locator('#row textarea.snippet').first().inputValue();
+    assert.ok(!snippet.includes(HOSTILE.at(-1)), 'the sentence went into the snippet unescaped');
+    const parsed = await page.evaluate((html) => {
+      const doc = new DOMParser().parseFromString(html, 'text/html');
+      const el = doc.querySelector('attention-row');
+      return { sentence: el?.getAttribute('sentence'), elements: doc.querySelectorAll('body *, head *').length };
+    }, snippet);
+    assert.equal(parsed.sentence, HOSTILE.at(-1));
+    assert.equal(parsed.elements, 2, 'the snippet holds more than a script and an element');
+    assert.match(snippet, new RegExp(`src="${siteUrl.replace(/[.]/g, '\\.')}dist/attention-widgets\\.js"`));
+
+    // The iframe form: parameters are data, and an unknown widget is named, not rendered.
+    const frame = await context.newPage();
+    frame.on('pageerror', (error) => errors.push(error.message));
+    frame.on('dialog', (d) => { errors.push(`dialog ${d.message()}`); d.dismiss(); });
+    await frame.goto(`${siteUrl}embed.html?widget=${encodeURIComponent('<img src=x onerror=alert(1)>')}`);
+    assert.match(await frame.locator('.frame-error').textContent(), /no figure called .<img src=x onerror=alert\(1\)>/);
+    assert.equal(await frame.locator('img').count(), 0);
+    const params = new URLSearchParams({ widget: 'row', sentence: HOSTILE[0], word: 'x', layer: '2', head: '1', 'model-src': 'http://evil.example/m.attn', onload: 'alert(1)' });
+    await frame.goto(`${siteUrl}embed.html?${params}`);
+    await live(frame, 'attention-row');
+    const frameRow = await frame.locator('attention-row table.bars').evaluate((t) => ({ sentence: t.dataset.sentence, layer: t.dataset.layer, head: t.dataset.head }));
+    assert.deepEqual(frameRow, { sentence: HOSTILE[0], layer: '1', head: '0' });
+    assert.equal(await frame.locator('attention-row').getAttribute('model-src'), null, 'a model from another site was accepted');
+    assert.equal(await frame.locator('attention-row').getAttribute('onload'), null);
+    assert.deepEqual(await countInjected(frame), { img: 0, script: 1, iframe: 0, b: 0, handlers: 0 });
+    await frame.screenshot({ path: join(artifacts, 'embed-frame.png') });
+
+    await page.waitForTimeout(100);
+    assert.equal(await page.evaluate(() => window.__injected), undefined);
+    assert.equal(await frame.evaluate(() => window.__injected), undefined);
+    assert.equal(dialogs(), 0);
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('each figure downloads as SVG and PNG with the sentence, model, layer and head in it', async () => {
+    const { page, context, errors } = await openPage(demoUrl());
+    for (const id of ['#row', '#heads', '#compare']) await live(page, id);
+    const model = await page.evaluate(async (bundle) => (await (await import(bundle)).getEngine()).info.name, siteUrl + BUNDLE);
+    for (const id of ['row', 'heads', 'compare', 'lab']) {
+      const [svgDownload] = await Promise.all([page.waitForEvent('download'), page.locator(`#${id} button[data-action="svg"]`).click()]);
+      const svgText = readFileSync(await svgDownload.path(), 'utf8');
+      assert.match(svgDownload.suggestedFilename(), /\.svg$/);
+      const width = Number(/<svg[^>]* width="(\d+)"/.exec(svgText)?.[1]);
+      const height = Number(/<svg[^>]* height="(\d+)"/.exec(svgText)?.[1]);
+      assert.ok(width > 100 && height > 100, `${id}: SVG of ${width} x ${height}`);
+      const bars = (svgText.match(/class="bar"/g) ?? []).length;
+      if (id === 'lab') {
+        assert.equal(bars, 5);
+        assert.match(svgText, /sum to 1\.000000/);
+      } else {
+        assert.ok(svgText.includes(`Sentence: \u201c${DEMO_SENTENCE}\u201d`), `${id}: no sentence in the SVG`);
+        assert.ok(svgText.includes(`Model: ${model}`), `${id}: no model name in the SVG`);
+        assert.match(svgText, /L(ayer )?\d(, head |[ ]?H)\d/);
+        assert.ok(bars >= 8, `${id}: ${bars} bars`);
+      }
+      if (id === 'row') assert.match(svgText, /Layer 2, head 3/);
+
+      const [pngDownload] = await Promise.all([page.waitForEvent('download'), page.locator(`#${id} button[data-action="png"]`).click()]);
+      const png = readFileSync(await pngDownload.path());
+      assert.match(pngDownload.suggestedFilename(), /\.png$/);
+      assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], `${id}: not a PNG`);
+      assert.deepEqual([png.readUInt32BE(16), png.readUInt32BE(20)], [2 * width, 2 * height], `${id}: PNG size`);
+      // Painted, not blank: the picture holds many colours, among them the bars' blue.
+      const colours = await page.evaluate(async (bytes) => {
+        const bitmap = await createImageBitmap(new Blob([new Uint8Array(bytes)], { type: 'image/png' }));
+        const canvas = new OffscreenCanvas(bitmap.width, bitmap.height);
+        const ctx = canvas.getContext('2d');
+        ctx.drawImage(bitmap, 0, 0);
+        const data = ctx.getImageData(0, 0, bitmap.width, bitmap.height).data;
+        const seen = new Set();
+        let blue = 0;
+        for (let i = 0; i < data.length; i += 4) {
+          seen.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+          if (data[i] === 0x2b && data[i + 1] === 0x5c && data[i + 2] === 0xad) blue += 1;
+        }
+        return { distinct: seen.size, blue };
+      }, [...png]);
+      assert.ok(colours.distinct > 20 && colours.blue > 100, `${id}: PNG looks empty (${JSON.stringify(colours)})`);
+    }
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+});

@@ -1,0 +1,41 @@
+// The iframe form of a figure, for hosts that allow only iframes: embed.html?widget=row&sentence=
+// ...&word=...&layer=2&head=3 renders one figure from its URL parameters. The parameters are
+// read as data: the widget must be one of the known names, only the figures' own attributes are
+// copied (as attribute values, never markup), and model, manifest and engine addresses must be
+// on this site, so that a link cannot make the frame show numbers from elsewhere.
+import { ATTRIBUTES, FRAME_WIDGET_PARAM, TAGS } from './dist/attention-widgets.js';
+
+const SOURCE_ATTRIBUTES = new Set([ATTRIBUTES.modelSrc, ATTRIBUTES.manifestSrc, ATTRIBUTES.engineSrc]);
+const BARE_ATTRIBUTES = new Set([ATTRIBUTES.hideSpecial]);
+
+function sameOrigin(value) {
+  try {
+    return new URL(value, location.href).origin === location.origin;
+  } catch {
+    return false;
+  }
+}
+
+function mount() {
+  const params = new URLSearchParams(location.search);
+  const widget = params.get(FRAME_WIDGET_PARAM) ?? 'row';
+  if (!Object.hasOwn(TAGS, widget)) {
+    const message = document.createElement('p');
+    message.className = 'frame-error';
+    message.textContent = `There is no figure called \u201c${widget}\u201d. Use one of: ${Object.keys(TAGS).join(', ')}.`;
+    document.body.append(message);
+    return;
+  }
+  const figure = document.createElement(TAGS[widget]);
+  for (const name of Object.values(ATTRIBUTES)) {
+    const value = params.get(name);
+    if (value === null) continue;
+    if (SOURCE_ATTRIBUTES.has(name) && !sameOrigin(value)) continue;
+    figure.setAttribute(name, BARE_ATTRIBUTES.has(name) ? '' : value);
+  }
+  const sentence = params.get(ATTRIBUTES.sentence);
+  if (sentence) document.title = `Attention figure: ${sentence}`;
+  document.body.append(figure);
+}
+
+mount();

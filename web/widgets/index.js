@@ -1,0 +1,15 @@
+// The embedding bundle's entry: scripts/build_embed.mjs turns it into web/dist/attention-widgets.js,
+// the one script another site loads. It defines every figure as a custom element that follows
+// its own attributes; they all share one engine and one model download, found beside the bundle
+// (../models/manifest.json from its own URL) unless the attributes name others.
+import './embedded.js';
+import './attention-row.js';
+import './attention-heads.js';
+import './attention-compare.js';
+import './softmax-lab.js';
+import './attention-instrument.js';
+import './attention-mechanism.js';
+
+export { ATTRIBUTES, TAGS } from './base.js';
+export { FRAME_WIDGET_PARAM } from './snippet.js';
+export { getEngine } from '../engine/engine.js';
