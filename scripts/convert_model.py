@@ -3,11 +3,15 @@
 
     convert_model.py to-attn HF_DIR OUT.attn [--name NAME] [--precision PLAN] [--source TEXT]
     convert_model.py to-hf IN.attn OUT_DIR [--safetensors]
+    convert_model.py requantize IN.attn OUT.attn --precision PLAN
 
 to-attn reads config.json, vocab.txt and pytorch_model.bin or model.safetensors (BertModel,
 BertForMaskedLM or BertForPreTraining names) and refuses anything the engine cannot run.
 to-hf writes config.json, vocab.txt, tokenizer_config.json and pytorch_model.bin (or
 model.safetensors) with BertForMaskedLM names, which `BertForMaskedLM.from_pretrained` opens.
+
+requantize rewrites a model file in another precision plan (the compact file the page loads is
+made this way from the f32 one, see scripts/precision_study.py).
 
 The round trip model file -> Hugging Face folder -> model file is bit-identical: to-hf records
 the model's name, provenance and per-tensor precision in config.json under "attn_model_file",
@@ -346,6 +350,27 @@ def to_hf(args):
     print(f"wrote {args.out_dir} ({weights}): {model.name}")
 
 
+def write_requantized(model, out, plan_text, source):
+    """Writes `model` (a modelfile.Model, normally read from an f32 file) with the precision plan
+    plan_text, recording the plan and the source file in the provenance. Returns the bytes."""
+    record = json.loads(model.provenance)
+    record["requantized"] = {"from": os.path.basename(source), "from_sha256": sha256_file(source),
+                             "precision": plan_text}
+    compact = modelfile.Model(model.config, model.name, json.dumps(record, sort_keys=True),
+                              model.vocab, model.tensors)
+    return modelfile.write(out, compact, modelfile.parse_plan(plan_text))
+
+
+def requantize(args):
+    model = modelfile.read(args.model_file)
+    lossy = sorted({entry[0] for entry in model.precision.values()} - {"f32"})
+    if lossy:
+        print(f"warning: {args.model_file} already holds {'+'.join(lossy)} tensors; requantizing "
+              f"compounds their error (start from the f32 file)", file=sys.stderr)
+    data = write_requantized(model, args.out, args.precision, args.model_file)
+    print(f"wrote {args.out} ({len(data):,} bytes): {model.name}, precision {args.precision}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -366,6 +391,12 @@ def main(argv=None):
     p.add_argument("--safetensors", action="store_true",
                    help="write model.safetensors instead of pytorch_model.bin")
     p.set_defaults(run=to_hf)
+    p = sub.add_parser("requantize", help="model file -> model file in another precision plan")
+    p.add_argument("model_file")
+    p.add_argument("out")
+    p.add_argument("--precision", required=True, help="precision plan, e.g. "
+                   "'*LayerNorm*=f32,*.weight=rans:row:1023,*=f32' or @FILE")
+    p.set_defaults(run=requantize)
     args = parser.parse_args(argv)
     if getattr(args, "precision", None) and args.precision.startswith("@"):
         with open(args.precision[1:], encoding="utf-8") as f:
