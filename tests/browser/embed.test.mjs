@@ -5,8 +5,9 @@
 // the embed snippets; SVG and PNG downloads. Needs the assembled site:
 //   node scripts/build_site.mjs   (writes web/models/, web/dist/ and, with the CLI, web/examples/)
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -34,14 +35,15 @@ const HOSTILE = [
   '"><script>window.__injected=2</script><b>bold</b> & more',
 ];
 
-let site;      // the widgets' site, with CORS (as scripts/serve.sh)
-let host;      // a second origin serving the same files, without CORS
+let site;      // the widgets' site, web/, with CORS (as scripts/serve.sh)
+let host;      // a second origin serving only host pages (the demo, pasted snippets), without CORS
+let hostRoot;
 let siteUrl;
 let hostUrl;
 let browser;
 
-async function serve(cors) {
-  const server = httpServer.createServer({ root: web, cache: -1, cors, showDir: false, logFn: () => {} });
+async function serve(folder, cors) {
+  const server = httpServer.createServer({ root: folder, cache: -1, cors, showDir: false, logFn: () => {} });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   return server;
 }
@@ -51,8 +53,10 @@ before(async () => {
     assert.ok(existsSync(join(web, file)), `web/${file} is missing: run node scripts/build_site.mjs first.`);
   }
   mkdirSync(artifacts, { recursive: true });
-  site = await serve(true);
-  host = await serve(false);
+  hostRoot = mkdtempSync(join(tmpdir(), 'attention-host-'));
+  copyFileSync(join(web, 'embed-demo.html'), join(hostRoot, 'embed-demo.html'));
+  site = await serve(web, true);
+  host = await serve(hostRoot, false);
   // Two origins: 127.0.0.1 and localhost differ by host as well as by port.
   siteUrl = `http://127.0.0.1:${site.server.address().port}/`;
   hostUrl = `http://localhost:${host.server.address().port}/`;
@@ -63,6 +67,7 @@ after(async () => {
   await browser?.close();
   site?.close();
   host?.close();
+  if (hostRoot) rmSync(hostRoot, { recursive: true, force: true });
 });
 
 // A fresh context per test (its own Cache API, so the model is downloaded afresh), recording
@@ -366,6 +371,7 @@ describe('embedding', { timeout: 180000 }, () => {
 
       const [pngDownload] = await Promise.all([page.waitForEvent('download'), page.locator(`#${id} button[data-action="png"]`).click()]);
       const png = readFileSync(await pngDownload.path());
+      await pngDownload.saveAs(join(artifacts, `export-${id}.png`));
       assert.match(pngDownload.suggestedFilename(), /\.png$/);
       assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], `${id}: not a PNG`);
       assert.deepEqual([png.readUInt32BE(16), png.readUInt32BE(20)], [2 * width, 2 * height], `${id}: PNG size`);
@@ -390,3 +396,142 @@ describe('embedding', { timeout: 180000 }, () => {
     await context.close();
   });
 });
+
+// The article's figure 1 as it shows now.
+async function articleRow(page) {
+  return shownRow(page, '#instrument');
+}
+
+async function waitForArticleRow(page, expected) {
+  await page.waitForFunction((e) => {
+    const t = document.getElementById('instrument').shadowRoot.querySelector('table.bars');
+    return t && Object.entries(e).every(([k, v]) => (k === 'sentence' ? t.dataset.sentence === v : Number(t.dataset[k]) === v));
+  }, expected);
+}
+
+const historyLength = (page) => page.evaluate(() => history.length);
+
+describe('article permalinks and embed controls', { timeout: 180000 }, () => {
+  test('a permalink opens on exactly its state, the back button walks the choices, typing adds one entry', async () => {
+    const sentence = 'Bright stars shine over the quiet harbour tonight.';
+    const hash = `#s=${encodeURIComponent(sentence)}&t=3&l=2&h=1&special=0&v=heads`;
+    const { page, context, errors } = await openPage(`${siteUrl}${hash}`, { viewport: { width: 1200, height: 800 } });
+    // No click on "open": the link itself asks for the live figures.
+    await live(page, '#instrument');
+    await waitForArticleRow(page, { sentence, token: 3, layer: 2, head: 1 });
+    const opened = await articleRow(page);
+    assert.deepEqual(opened.values, (await engineRowArticle(page, opened)).values);
+    assert.equal(await page.locator('#instrument button.chip.special:visible').count(), 0, '[CLS] and [SEP] shown although special=0');
+    assert.equal(await page.locator('attention-heads button.multiple[aria-pressed="true"]').getAttribute('data-layer'), '2');
+    // v=heads: the figure the link names is in view.
+    const headsTop = await page.locator('attention-heads').evaluate((el) => el.getBoundingClientRect().top);
+    assert.ok(headsTop >= -2 && headsTop < 800, `the heads figure is at ${headsTop} px`);
+
+    const start = await historyLength(page);
+    await page.locator('#instrument button.chip').nth(5).click();
+    await waitForArticleRow(page, { token: 5, layer: 2, head: 1 });
+    await page.click('#instrument button.cell[data-layer="0"][data-head="3"]');
+    await waitForArticleRow(page, { token: 5, layer: 0, head: 3 });
+    assert.equal(await historyLength(page), start + 2);
+    const link = page.url();
+
+    await page.goBack();
+    await waitForArticleRow(page, { sentence, token: 5, layer: 2, head: 1 });
+    await page.goBack();
+    await waitForArticleRow(page, { sentence, token: 3, layer: 2, head: 1 });
+    await page.goForward();
+    await waitForArticleRow(page, { sentence, token: 5, layer: 2, head: 1 });
+    await page.goForward();
+    await waitForArticleRow(page, { sentence, token: 5, layer: 0, head: 3 });
+
+    // Typing: pauses commit the sentence, but one typed sentence is one history entry.
+    const input = page.locator('#instrument input#sentence');
+    await input.fill('');
+    await input.pressSequentially('Rivers run', { delay: 30 });
+    await page.waitForTimeout(500);
+    await input.pressSequentially(' to the sea.', { delay: 30 });
+    await page.waitForTimeout(500);
+    await input.press('Enter');
+    await waitForArticleRow(page, { sentence: 'Rivers run to the sea.' });
+    assert.equal(await historyLength(page), start + 3, 'typing flooded the history');
+    await page.goBack();
+    await waitForArticleRow(page, { sentence, token: 5, layer: 0, head: 3 });
+
+    // The link round-trips: a fresh browser opening it shows the same row, value for value.
+    const shown = await articleRow(page);
+    const second = await openPage(link);
+    await live(second.page, '#instrument');
+    await waitForArticleRow(second.page, { sentence, token: 5, layer: 0, head: 3 });
+    assert.deepEqual(await articleRow(second.page), shown);
+    assert.deepEqual(second.errors, []);
+    await second.context.close();
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('hostile hashes inject nothing', async () => {
+    const hashes = [
+      `#s=${encodeURIComponent(HOSTILE[0])}&t=${encodeURIComponent('<b>bold</b>')}&l=1e3&h=-1&v=${encodeURIComponent('<svg onload=window.__injected=5>')}`,
+      `#s=${encodeURIComponent(HOSTILE[2])}&special=${encodeURIComponent('"><img src=x onerror=window.__injected=6>')}`,
+      '#s=%3Cscript%3Ewindow.__injected%3D7%3C%2Fscript%3E&v=heads%22%3E%3Cimg%20src%3Dx%20onerror%3Dwindow.__injected%3D8%3E&constructor=1&__proto__=x',
+    ];
+    for (const hash of hashes) {
+      const { page, context, errors, dialogs } = await openPage(`${siteUrl}${hash}`);
+      await live(page, '#instrument');
+      const sentence = (await articleRow(page)).sentence;
+      assert.ok(sentence.includes('<'), `the hash's sentence was not used: ${sentence}`);
+      assert.deepEqual(await countInjected(page), { img: 0, script: 1, iframe: 0, b: 0, handlers: 0 }, hash);
+      // The same hostile text arriving later, through the address bar.
+      await page.evaluate(() => { location.hash = `#s=${encodeURIComponent('<iframe src="javascript:window.__injected=9"></iframe>')}&v=<b>bold</b>`; });
+      await waitForArticleRow(page, { sentence: '<iframe src="javascript:window.__injected=9"></iframe>' });
+      assert.deepEqual(await countInjected(page), { img: 0, script: 1, iframe: 0, b: 0, handlers: 0 });
+      await page.waitForTimeout(100);
+      assert.equal(await page.evaluate(() => window.__injected), undefined);
+      assert.equal(dialogs(), 0);
+      assert.deepEqual(errors, []);
+      await context.close();
+    }
+  });
+
+  test('each figure\u2019s embed control shows the snippet of its state, which works pasted into a page on another origin', async () => {
+    const sentence = 'She said "yes" & <left>.';
+    const { page, context, errors } = await openPage(`${siteUrl}#s=${encodeURIComponent(sentence)}&t=2&l=3&h=0`);
+    await live(page, '#instrument');
+    await waitForArticleRow(page, { sentence, token: 2, layer: 3, head: 0 });
+    const snippets = {};
+    for (const tag of ['attention-instrument', 'attention-mechanism', 'softmax-lab', 'attention-compare', 'attention-heads']) {
+      await page.locator(`${tag} button[data-action="embed"]`).click();
+      snippets[tag] = await page.locator(`${tag} textarea.snippet`).first().inputValue();
+      assert.match(snippets[tag], new RegExp(`^<script type="module" src="[^"]+/dist/attention-widgets\\.js"></script>\\n<${tag}[ >]`));
+      if (tag !== 'softmax-lab') {
+        assert.ok(snippets[tag].includes('sentence="She said &quot;yes&quot; &amp; &lt;left&gt;."'), `${tag}: ${snippets[tag]}`);
+      }
+      const frame = await page.locator(`${tag} textarea.snippet`).nth(1).inputValue();
+      assert.match(frame, /^<iframe src="[^"]+\/embed\.html\?widget=/);
+    }
+    assert.match(snippets['attention-instrument'], /word="2" layer="4" head="1"|word="[^"]+" layer="4" head="1"/);
+
+    // Pasted into a fresh page on the other origin, the instrument's snippet shows the same row.
+    const shown = await articleRow(page);
+    const fresh = await context.newPage();
+    fresh.on('pageerror', (error) => errors.push(error.message));
+    writeFileSync(join(hostRoot, 'fresh.html'), `<!doctype html><meta charset="utf-8"><title>fresh</title>\n${snippets['attention-instrument']}\n`);
+    await fresh.goto(`${hostUrl}fresh.html`);
+    await live(fresh, 'attention-instrument');
+    const pasted = await shownRow(fresh, 'attention-instrument');
+    assert.deepEqual(pasted, shown);
+    await fresh.screenshot({ path: join(artifacts, 'embed-pasted-snippet.png') });
+    await page.locator('attention-instrument').screenshot({ path: join(artifacts, 'article-figure1-embed-open.png') });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+});
+
+// The article's engine (unbundled modules) for the same row.
+async function engineRowArticle(page, { sentence, layer, head, token }) {
+  return page.evaluate(async (args) => {
+    const engine = await import('/engine/engine.js');
+    const result = (await engine.getEngine()).analyze(args.sentence);
+    return { values: Array.from(engine.attentionRow(result, args.layer, args.head, args.token), String) };
+  }, { sentence, layer, head, token });
+}

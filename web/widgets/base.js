@@ -277,7 +277,7 @@ export class AttentionFigure extends HTMLElement {
     this.embedButton = button('Embed', 'embed', 'Show the code that embeds this figure as it is now');
     this.embedButton.setAttribute('aria-expanded', 'false');
     this.snippetEl = h('textarea.snippet', { readonly: true, rows: 3, spellcheck: 'false', 'aria-label': 'Code for a script tag and the element' });
-    this.frameSnippetEl = h('textarea.snippet', { readonly: true, rows: 2, spellcheck: 'false', 'aria-label': 'Code for an iframe' });
+    this.frameSnippetEl = h('textarea.snippet', { readonly: true, rows: 3, spellcheck: 'false', 'aria-label': 'Code for an iframe' });
     this.embedPanel = h('div.embed-panel', { hidden: true },
       h('p', { text: 'Paste this into any page; the script loads the engine and the model from this site.' }),
       this.snippetEl,

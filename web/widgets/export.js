@@ -50,7 +50,8 @@ export function figureSvg(spec) {
   const panelHeight = LINE + panelRows * rowHeight + 6;
   const top = MARGIN + header.length * LINE + 8;
   const gridRows = Math.ceil(spec.panels.length / columns);
-  const height = Math.ceil(top + gridRows * (panelHeight + PANEL_GAP) + (spec.note ? LINE : 0) + MARGIN);
+  const note = spec.note ? wrap(spec.note, MAX_LINE_CHARS + 10) : [];
+  const height = Math.ceil(top + gridRows * (panelHeight + PANEL_GAP) + note.length * LINE + MARGIN);
 
   const text = (x, y, value, attrs = {}) => svg('text', { x, y, fill: COLOURS.fg, ...attrs, text: value });
   const root = svg('svg', {
@@ -93,7 +94,7 @@ export function figureSvg(spec) {
     }
     root.append(g);
   });
-  if (spec.note) root.append(text(MARGIN, height - MARGIN + 4, clip(spec.note, 110), { fill: COLOURS.muted, 'font-size': 12 }));
+  note.forEach((line, k) => root.append(text(MARGIN, height - MARGIN + 4 - (note.length - 1 - k) * LINE, line, { class: 'note', fill: COLOURS.muted, 'font-size': 12 })));
   return { element: root, width: WIDTH, height };
 }
 
