@@ -137,6 +137,47 @@ async function countInjected(page) {
   });
 }
 
+// Downloads a figure as SVG and as PNG through its buttons and checks both: an SVG of sensible
+// size naming the sentence, the model and the selection; a PNG of twice that size with a
+// picture in it (many colours, the bars' blue among them). Returns the SVG's text.
+async function checkDownloads(page, selector, name, { sentence, model, selection }) {
+  const [svgDownload] = await Promise.all([page.waitForEvent('download'), page.locator(`${selector} button[data-action="svg"]`).click()]);
+  const svgText = readFileSync(await svgDownload.path(), 'utf8');
+  assert.match(svgDownload.suggestedFilename(), /\.svg$/);
+  assert.match(svgText, /^<\?xml[^>]*>\s*<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+  const width = Number(/<svg[^>]* width="(\d+)"/.exec(svgText)?.[1]);
+  const height = Number(/<svg[^>]* height="(\d+)"/.exec(svgText)?.[1]);
+  assert.ok(width > 100 && height > 100, `${name}: SVG of ${width} x ${height}`);
+  const escapeXml = (t) => t.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  if (sentence !== undefined) assert.ok(svgText.includes(`Sentence: \u201c${escapeXml(sentence)}\u201d`), `${name}: no sentence in the SVG`);
+  if (model !== undefined) assert.ok(svgText.includes(`Model: ${model}`), `${name}: no model name in the SVG`);
+  if (selection !== undefined) assert.ok(svgText.includes(selection), `${name}: no \u201c${selection}\u201d in the SVG`);
+  assert.ok((svgText.match(/class="bar"/g) ?? []).length >= 5, `${name}: too few bars`);
+
+  const [pngDownload] = await Promise.all([page.waitForEvent('download'), page.locator(`${selector} button[data-action="png"]`).click()]);
+  const png = readFileSync(await pngDownload.path());
+  await pngDownload.saveAs(join(artifacts, `export-${name}.png`));
+  assert.match(pngDownload.suggestedFilename(), /\.png$/);
+  assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], `${name}: not a PNG`);
+  assert.deepEqual([png.readUInt32BE(16), png.readUInt32BE(20)], [2 * width, 2 * height], `${name}: PNG size`);
+  const colours = await page.evaluate(async (bytes) => {
+    const bitmap = await createImageBitmap(new Blob([new Uint8Array(bytes)], { type: 'image/png' }));
+    const canvas = new OffscreenCanvas(bitmap.width, bitmap.height);
+    const ctx = canvas.getContext('2d');
+    ctx.drawImage(bitmap, 0, 0);
+    const data = ctx.getImageData(0, 0, bitmap.width, bitmap.height).data;
+    const seen = new Set();
+    let blue = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      seen.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+      if (data[i] === 0x2b && data[i + 1] === 0x5c && data[i + 2] === 0xad) blue += 1;
+    }
+    return { distinct: seen.size, blue };
+  }, [...png]);
+  assert.ok(colours.distinct > 20 && colours.blue > 100, `${name}: PNG looks empty (${JSON.stringify(colours)})`);
+  return svgText;
+}
+
 const isWasm = (url) => url.endsWith('.wasm');
 const isModel = (url) => url.endsWith('.attn');
 
@@ -350,48 +391,14 @@ describe('embedding', { timeout: 180000 }, () => {
     const { page, context, errors } = await openPage(demoUrl());
     for (const id of ['#row', '#heads', '#compare']) await live(page, id);
     const model = await page.evaluate(async (bundle) => (await (await import(bundle)).getEngine()).info.name, siteUrl + BUNDLE);
-    for (const id of ['row', 'heads', 'compare', 'lab']) {
-      const [svgDownload] = await Promise.all([page.waitForEvent('download'), page.locator(`#${id} button[data-action="svg"]`).click()]);
-      const svgText = readFileSync(await svgDownload.path(), 'utf8');
-      assert.match(svgDownload.suggestedFilename(), /\.svg$/);
-      const width = Number(/<svg[^>]* width="(\d+)"/.exec(svgText)?.[1]);
-      const height = Number(/<svg[^>]* height="(\d+)"/.exec(svgText)?.[1]);
-      assert.ok(width > 100 && height > 100, `${id}: SVG of ${width} x ${height}`);
-      const bars = (svgText.match(/class="bar"/g) ?? []).length;
-      if (id === 'lab') {
-        assert.equal(bars, 5);
-        assert.match(svgText, /sum to 1\.000000/);
-      } else {
-        assert.ok(svgText.includes(`Sentence: \u201c${DEMO_SENTENCE}\u201d`), `${id}: no sentence in the SVG`);
-        assert.ok(svgText.includes(`Model: ${model}`), `${id}: no model name in the SVG`);
-        assert.match(svgText, /L(ayer )?\d(, head |[ ]?H)\d/);
-        assert.ok(bars >= 8, `${id}: ${bars} bars`);
-      }
-      if (id === 'row') assert.match(svgText, /Layer 2, head 3/);
-
-      const [pngDownload] = await Promise.all([page.waitForEvent('download'), page.locator(`#${id} button[data-action="png"]`).click()]);
-      const png = readFileSync(await pngDownload.path());
-      await pngDownload.saveAs(join(artifacts, `export-${id}.png`));
-      assert.match(pngDownload.suggestedFilename(), /\.png$/);
-      assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], `${id}: not a PNG`);
-      assert.deepEqual([png.readUInt32BE(16), png.readUInt32BE(20)], [2 * width, 2 * height], `${id}: PNG size`);
-      // Painted, not blank: the picture holds many colours, among them the bars' blue.
-      const colours = await page.evaluate(async (bytes) => {
-        const bitmap = await createImageBitmap(new Blob([new Uint8Array(bytes)], { type: 'image/png' }));
-        const canvas = new OffscreenCanvas(bitmap.width, bitmap.height);
-        const ctx = canvas.getContext('2d');
-        ctx.drawImage(bitmap, 0, 0);
-        const data = ctx.getImageData(0, 0, bitmap.width, bitmap.height).data;
-        const seen = new Set();
-        let blue = 0;
-        for (let i = 0; i < data.length; i += 4) {
-          seen.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
-          if (data[i] === 0x2b && data[i + 1] === 0x5c && data[i + 2] === 0xad) blue += 1;
-        }
-        return { distinct: seen.size, blue };
-      }, [...png]);
-      assert.ok(colours.distinct > 20 && colours.blue > 100, `${id}: PNG looks empty (${JSON.stringify(colours)})`);
-    }
+    const rowSvg = await checkDownloads(page, '#row', 'row', { sentence: DEMO_SENTENCE, model, selection: 'Layer 2, head 3' });
+    // The row's bars carry the very weights the figure shows, in order.
+    assert.deepEqual([...rowSvg.matchAll(/class="bar" data-value="([^"]+)"/g)].map((m) => m[1]), (await shownRow(page, '#row')).values);
+    await checkDownloads(page, '#heads', 'heads', { sentence: DEMO_SENTENCE, model, selection: 'L1 H1' });
+    await checkDownloads(page, '#compare', 'compare', { sentence: DEMO_SENTENCE, model, selection: 'Rollout' });
+    const labSvg = await checkDownloads(page, '#lab', 'lab', {});
+    assert.equal((labSvg.match(/class="bar"/g) ?? []).length, 5);
+    assert.match(labSvg, /sum to 1\.000000/);
     assert.deepEqual(errors, []);
     await context.close();
   });
@@ -522,6 +529,10 @@ describe('article permalinks and embed controls', { timeout: 180000 }, () => {
     assert.deepEqual(pasted, shown);
     await fresh.screenshot({ path: join(artifacts, 'embed-pasted-snippet.png') });
     await page.locator('attention-instrument').screenshot({ path: join(artifacts, 'article-figure1-embed-open.png') });
+    // The article's own figures export too, with the reader's sentence written as text.
+    const model = await page.locator('[data-fact="modelName"]').first().textContent();
+    await checkDownloads(page, 'attention-instrument', 'article-instrument', { sentence, model, selection: 'Layer 4, head 1' });
+    await checkDownloads(page, 'attention-mechanism', 'article-mechanism', { sentence, model, selection: 'Layer 4, head 1' });
     assert.deepEqual(errors, []);
     await context.close();
   });
