@@ -173,6 +173,25 @@ TEST_F(BrokenRansTest, NonFiniteScale) {
   EXPECT_HAS(DecodeError(p, tensor_), "rans scale 7 is not finite");
 }
 
+TEST_F(BrokenRansTest, AnyChangedByteIsRefusedOrDecodedWithinBounds) {
+  // Every single-byte change of every byte: the decoder must return, never read past the
+  // payload (run under ASan by the native-asan preset), and never accept a changed header.
+  size_t refused = 0, changes = 0;
+  for (size_t at = 0; at < payload_.size(); ++at) {
+    for (uint8_t flip : {uint8_t{0x01}, uint8_t{0x80}}) {
+      std::vector<uint8_t> p = payload_;
+      p[at] ^= flip;
+      std::vector<float> out;
+      const bool ok = Decode(p, tensor_, &out).ok();
+      refused += ok ? 0 : 1;
+      ++changes;
+      if (at < 8) EXPECT_FALSE(ok) << "header byte " << at;
+    }
+  }
+  // Changes to scales decode (to other values): the file's CRC is what catches those.
+  EXPECT_GT(refused, changes / 2);
+}
+
 // ---- In a model file ----
 
 TEST(RansModelFileTest, LoadsRansTensorsNextToTheOtherDtypes) {
