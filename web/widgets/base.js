@@ -11,7 +11,7 @@ import { describeModel, resolveSelection, ROLE } from './data.js';
 import { h, headName } from './dom.js';
 import { download, figureSvg, pngBlob, svgText } from './export.js';
 import { elementSnippet, frameSnippet } from './snippet.js';
-import { BASE_CSS } from './style.js';
+import { BASE_CSS, EMBEDDED_CSS } from './style.js';
 import { DEFAULT_WORD_TEXT, PRESETS } from '../state.js';
 
 // Every figure's element name, by the short name that embed.html's `widget` parameter takes.
@@ -83,7 +83,7 @@ export class AttentionFigure extends HTMLElement {
     super();
     this._view = null;
     const root = this.attachShadow({ mode: 'open' });
-    root.append(h('style', { text: BASE_CSS + (this.constructor.css ?? '') }));
+    root.append(h('style', { text: BASE_CSS + (AttentionFigure.embedded ? EMBEDDED_CSS : '') + (this.constructor.css ?? '') }));
     this.statusEl = h('div.status', { role: 'status', 'aria-live': 'polite' });
     this.bodyEl = h('div.body');
     this.toolsEl = this.buildTools();

@@ -38,6 +38,7 @@ export const BASE_CSS = `
    restyles a widget through the --attn- properties instead. */
 :host {
   display: block !important;
+  box-sizing: border-box !important;
   container-type: inline-size !important;
   color: var(--attn-fg) !important;
   font: var(--attn-font-size, 15px)/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif !important;
@@ -134,4 +135,10 @@ table.bars.compact td.track { height: 1.25em; }
 @media (prefers-reduced-motion: no-preference) {
   table.bars .bar { transition: width 180ms ease-out; }
 }
+`;
+
+// Added in other sites' pages: the widget brings its own background, so that its colours (which
+// follow the reader's light or dark setting, not the host's) stay readable on any page.
+export const EMBEDDED_CSS = `
+:host { background: var(--attn-bg); border-radius: 8px; padding: 0.6em; }
 `;
