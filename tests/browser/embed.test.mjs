@@ -349,6 +349,17 @@ describe('embedding', { timeout: 180000 }, () => {
       assert.deepEqual(await page.locator('#row button.chip').allTextContents(), tokens);
       assert.deepEqual(await countInjected(page), baseline, `elements appeared for ${text}`);
     }
+    // Addresses that are scripts are fetched as data, which fails: the figure says so.
+    await page.evaluate(() => {
+      const bad = document.createElement('attention-row');
+      bad.id = 'bad';
+      bad.setAttribute('model-src', 'javascript:window.__injected=10');
+      bad.setAttribute('engine-src', 'javascript:window.__injected=11//');
+      document.querySelector('article').append(bad);
+    });
+    await page.locator('#bad .status[data-mode="error"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
+    assert.match(await page.locator('#bad .status').textContent(), /javascript:window\.__injected=1[01]/);
+
     // The embed snippet of that state is escaped, and an HTML parser reads back the same text.
     await page.locator('#row button[data-action="embed"]').click();
     const snippet = await page.locator('#row textarea.snippet').first().inputValue();

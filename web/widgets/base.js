@@ -143,6 +143,12 @@ export class AttentionFigure extends HTMLElement {
     const state = this._standalone;
     state.error = null;
     const sources = this.sources();
+    const refused = Object.entries(sources).find(([, url]) => !/^https?:/.test(url));
+    if (refused) {
+      state.error = { message: `${refused[0]} must be an http or https address; it is \u201c${refused[1]}\u201d.`, kind: 'input' };
+      this.refreshStandalone();
+      return;
+    }
     const options = { manifestUrl: sources[ATTRIBUTES.manifestSrc] ?? DEFAULT_MANIFEST_URL };
     if (sources[ATTRIBUTES.modelSrc]) options.modelUrl = sources[ATTRIBUTES.modelSrc];
     if (sources[ATTRIBUTES.engineSrc]) options.engineUrl = sources[ATTRIBUTES.engineSrc];
@@ -157,7 +163,8 @@ export class AttentionFigure extends HTMLElement {
   }
 
   // The addresses given as attributes, resolved against the host page (where an author wrote
-  // them); unparsable ones are left out, so the defaults beside the bundle apply.
+  // them); unparsable ones are left out, so the defaults beside the bundle apply. Only http and
+  // https addresses are loaded (loadStandalone says so of any other).
   sources() {
     const out = {};
     for (const name of SOURCE_ATTRIBUTES) {
