@@ -190,7 +190,9 @@ describe('embedding', { timeout: 180000 }, () => {
     const models = requests.filter(isModel);
     assert.equal(wasm.length, 1, `wasm requests: ${wasm}`);
     assert.equal(models.length, 1, `model requests: ${models}`);
-    assert.equal(requests.filter((u) => u.endsWith('manifest.json')).length, 1);
+    for (const file of ['models/manifest.json', 'engine/attention_engine.js', BUNDLE]) {
+      assert.equal(requests.filter((u) => u === siteUrl + file).length, 1, `requests for ${file}`);
+    }
     for (const url of [...wasm, ...models]) assert.equal(new URL(url).origin, new URL(siteUrl).origin, `${url} came from the host`);
 
     const { tokens } = await engineRow(page, { sentence: DEMO_SENTENCE, layer: 0, head: 0, token: 0 });
