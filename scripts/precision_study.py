@@ -10,7 +10,8 @@ original on a fixed set of held-out sentences, with the C++ engine (attention-cl
 compares each with REFERENCE and prints a markdown table: file bytes; attention max and mean
 absolute difference over every layer, head and row; share of rows whose argmax moved; rollout
 max difference; masked-LM top-1 agreement at masked positions. --ship copies the smallest file
-whose attention max difference meets the bar (DESIGN.md: 1e-3) to OUT; --keep keeps all files.
+whose attention max difference meets the bar (DESIGN.md: 1e-3) to OUT (the f32 reference itself
+and rows that only illustrate a point excepted); --keep keeps all files.
 """
 
 import argparse
@@ -76,17 +77,21 @@ def candidate_plans(config):
         "rans-words-15": ("word embeddings at 15 levels (int5-like), entropy-coded; rest f32",
                           "embeddings.word_embeddings.weight=rans:row:15,*=f32"),
     }
-    # The attention-free tail changes no attention probability, so 31 levels cost nothing on
-    # the bar; one point at 127 shows what it costs the masked-LM predictions.
-    for word, layers, tail in ((7, 31, 31), (15, 63, 31), (31, 127, 31), (255, 255, 31),
-                               (511, 383, 31), (511, 767, 31), (767, 383, 31), (767, 511, 31),
-                               (767, 511, 127), (1023, 511, 31), (1023, 767, 31),
-                               (1535, 767, 31), (1535, 1023, 31), (2047, 1023, 31),
-                               (4095, 2047, 31)):
+    # The tail keeps 127 levels: at 31 (one row, not shipped) attention is unchanged but the
+    # masked-LM predictions of a trained model move by more than 1%.
+    for word, layers, tail in ((7, 31, 31), (15, 63, 31), (31, 127, 127), (255, 255, 127),
+                               (511, 383, 127), (511, 767, 127), (767, 383, 127), (767, 511, 31),
+                               (767, 511, 127), (1023, 511, 127), (1023, 767, 127),
+                               (1535, 767, 127), (1535, 1023, 127), (2047, 1023, 127),
+                               (4095, 2047, 127)):
         plans[f"mix-{word}-{layers}-{tail}"] = (
             f"rans: words {word} levels, encoder {layers}, attention-free tail {tail}",
             layer_plan(config, word, layers, tail))
     return plans
+
+
+# Rows that illustrate a point and are never shipped.
+NOT_SHIPPED = {"f32", "mix-767-511-31"}
 
 
 def make_sentences(args):
@@ -152,7 +157,8 @@ def run(args):
                                                    args.sentences)):
                 results[name] = result
         print_table(args, plans, results)
-        passing = [n for n in names if results[n]["attention_max_abs"] <= args.bar]
+        passing = [n for n in names
+                   if results[n]["attention_max_abs"] <= args.bar and n not in NOT_SHIPPED]
         if args.ship:
             if not passing:
                 raise SystemExit(f"no plan meets attention max |diff| <= {args.bar}")
