@@ -37,7 +37,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bert_torch import BertForMaskedLM, save_hf_folder  # noqa: E402
+from bert_torch import BertForMaskedLM, load_hf_folder, save_hf_folder  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAD, CLS, SEP, MASK = 0, 101, 102, 103
@@ -259,6 +259,10 @@ def train(args):
         trainer.load(torch.load(ckpt, map_location=args.device))
     elif args.resume:
         raise SystemExit(f"train: --resume given but {ckpt} does not exist")
+    elif args.init_from:
+        # Continue from weights alone (a later session on a machine without this run's
+        # checkpoint): the optimizer starts afresh, with its own warm-up.
+        trainer.model.load_state_dict(load_hf_folder(args.init_from).state_dict())
     budget = args.minutes * 60.0
     end_by = None
     if args.end_by:  # a wall-clock safety stop, e.g. 07:53 (UTC, today)
@@ -333,6 +337,9 @@ def main():
                    help="parent folder of the run folders")
     p.add_argument("--minutes", type=float, default=80.0, help="training time budget")
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--init-from", metavar="HF_DIR", default="",
+                   help="start from these weights (e.g. convert_model.py to-hf of the shipped "
+                        "model) instead of a random initialisation")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--corpus", default=os.path.join(ROOT, "corpus"))
     p.add_argument("--vocab", default=os.path.join(ROOT, "model_data/vocab.txt"))
