@@ -2,7 +2,7 @@
 """Where to spend precision: measures candidate precision plans of a model file against its f32
 original on a fixed set of held-out sentences, with the C++ engine (attention-cli compare).
 
-    precision_study.py sentences [--count 240] [--out tests/fixtures/precision_sentences.txt]
+    precision_study.py sentences [--count 240] [--offset 0] [--out FILE]
     precision_study.py run REFERENCE.attn [--plans NAME,...] [--ship OUT.attn] [--keep DIR]
 
 `sentences` picks the fixed set from corpus/heldout.txt: lines of 5 to 60 tokens ([CLS] and
@@ -29,6 +29,9 @@ import modelfile  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = os.environ.get("ATTN_CLI", os.path.join(ROOT, "build", "native", "attention-cli"))
 SENTENCES = os.path.join(ROOT, "tests", "fixtures", "precision_sentences.txt")
+# A second, disjoint set from the same lines (offset by half a step): the shipped plan is checked
+# on it too, to see how far a maximum over 240 sentences carries to other sentences.
+VALIDATION = os.path.join(ROOT, "tests", "fixtures", "precision_sentences_validation.txt")
 # DESIGN.md's fidelity rule for the compact (shipped) weights.
 ATTENTION_BAR = 1e-3
 MIN_TOKENS, MAX_TOKENS = 5, 60
@@ -108,7 +111,7 @@ def make_sentences(args):
     if len(fitting) < args.count:
         raise SystemExit(f"only {len(fitting)} sentences of {MIN_TOKENS}-{MAX_TOKENS} tokens")
     step = len(fitting) / args.count
-    chosen = [fitting[int(k * step)] for k in range(args.count)]
+    chosen = [fitting[int((k + args.offset) * step)] for k in range(args.count)]
     with open(args.out, "w", encoding="utf-8") as f:
         f.write("\n".join(chosen) + "\n")
     print(f"wrote {args.out}: {len(chosen)} of {len(fitting)} held-out lines of "
@@ -129,7 +132,8 @@ def site_bytes():
     """Bytes of the page without its model files: everything under web/ but web/models/."""
     total = 0
     for folder, dirs, files in os.walk(os.path.join(ROOT, "web")):
-        dirs[:] = [d for d in dirs if os.path.join(folder, d) != os.path.join(ROOT, "web", "models")]
+        models = os.path.join(ROOT, "web", "models")
+        dirs[:] = [d for d in dirs if os.path.join(folder, d) != models]
         total += sum(os.path.getsize(os.path.join(folder, name)) for name in files)
     return total
 
@@ -168,6 +172,11 @@ def run(args):
             r = results[best]
             print(f"\nshipped: {args.ship} = {best}: {r['file_bytes']:,} bytes, attention "
                   f"max |diff| {r['attention_max_abs']:.2e}\n  plan: {plans[best][1]}")
+            if os.path.exists(args.validation):
+                v = compare(args.reference, [paths[best]], args.validation)[0]
+                print(f"  on the validation set ({os.path.relpath(args.validation, ROOT)}, "
+                      f"{v['sentences']} other sentences): attention max |diff| "
+                      f"{v['attention_max_abs']:.2e}, rollout {v['rollout_max_abs']:.2e}")
     finally:
         if not args.keep:
             shutil.rmtree(folder)
@@ -180,14 +189,15 @@ def print_table(args, plans, results):
           f"{next(iter(results.values()))['sentences']} sentences "
           f"({os.path.relpath(args.sentences, ROOT)}); page = model + {site / 1e6:.2f} MB of "
           f"HTML, JS, CSS and wasm (web/ without models).\n")
-    print("| plan | what | model MB | page MB | attention max abs | attention mean abs | argmax changed "
-          "| rollout max abs | masked-LM top-1 agreement | meets 1e-3 |")
+    print("| plan | what | model MB | page MB | attention max abs | attention mean abs "
+          "| argmax changed | rollout max abs | masked-LM top-1 agreement | meets 1e-3 |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name in plans:
         r = results[name]
         mlm = r["masked_lm_top1_agreement"]
-        print(f"| {name} | {plans[name][0]} | {r['file_bytes'] / 1e6:.2f} | {(r['file_bytes'] + site) / 1e6:.2f} "
-              f"| {r['attention_max_abs']:.2e} | {r['attention_mean_abs']:.2e} "
+        print(f"| {name} | {plans[name][0]} | {r['file_bytes'] / 1e6:.2f} "
+              f"| {(r['file_bytes'] + site) / 1e6:.2f} | {r['attention_max_abs']:.2e} "
+              f"| {r['attention_mean_abs']:.2e} "
               f"| {100 * r['argmax_changed_share']:.2f}% | {r['rollout_max_abs']:.2e} "
               f"| {'-' if mlm is None else f'{100 * mlm:.1f}%'} "
               f"| {'yes' if r['attention_max_abs'] <= args.bar else 'no'} |")
@@ -209,11 +219,14 @@ def main(argv=None):
     p.add_argument("--corpus", default=os.path.join(ROOT, "corpus", "heldout.txt"))
     p.add_argument("--vocab", default=os.path.join(ROOT, "model_data", "vocab.txt"))
     p.add_argument("--count", type=int, default=240)
+    p.add_argument("--offset", type=float, default=0.0,
+                   help="where in each step to pick, in [0, 1) (the validation set uses 0.5)")
     p.add_argument("--out", default=SENTENCES)
     p.set_defaults(run=make_sentences)
     p = sub.add_parser("run", help="measure the candidate plans")
     p.add_argument("reference", help="the f32 model file")
     p.add_argument("--sentences", default=SENTENCES)
+    p.add_argument("--validation", default=VALIDATION)
     p.add_argument("--plans", help="comma-separated plan names (default: all)")
     p.add_argument("--bar", type=float, default=ATTENTION_BAR)
     p.add_argument("--ship", metavar="OUT", help="copy the smallest plan meeting the bar here")

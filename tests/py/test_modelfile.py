@@ -293,7 +293,8 @@ class RansTest(unittest.TestCase):
         return with_fixed_crc(data)
 
     def assertRejected(self, data, pattern):
-        with self.assertRaisesRegex(ModelFileError, "embeddings.word_embeddings.weight: " + pattern):
+        with self.assertRaisesRegex(ModelFileError,
+                                    "embeddings.word_embeddings.weight: " + pattern):
             modelfile.parse(data)
 
     def test_damaged_payloads_are_refused(self):
