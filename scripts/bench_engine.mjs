@@ -5,13 +5,13 @@
 // The machine is shared and noisy: every figure is a median over repeats, measured in one run.
 // Usage: node scripts/bench_engine.mjs [MODEL.attn]   (default: the site's default model)
 // Needs: scripts/build.sh native wasm && node scripts/build_site.mjs
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
+import { launchChromium, serve } from '../tests/browser/harness.mjs';
 import { createEngine } from '../web/engine/engine.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -70,34 +70,13 @@ async function nodeFigures() {
   return figures;
 }
 
-async function freePort() {
-  return new Promise((resolvePort) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolvePort(port));
-    });
-  });
-}
-
 async function chromiumFigures() {
-  const { chromium } = await import('playwright-core');
-  const port = await freePort();
-  const server = spawn(join(root, 'node_modules', '.bin', 'http-server'), [join(root, 'web'), '-a', '127.0.0.1', '-p', String(port), '-c-1', '-s'], { stdio: 'ignore' });
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const server = await serve(join(root, 'web'));
+  const port = server.server.address().port;
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage();
-    for (let i = 0; i < 50; ++i) {
-      try {
-        await page.goto(`http://127.0.0.1:${port}/engine/engine.js`);
-        break;
-      } catch {
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
+    await page.goto(`http://127.0.0.1:${port}/engine/engine.js`);
     const modelUrl = process.argv[2] ? null : `/models/${site.models[site.default].file}`;
     if (!modelUrl) console.log('# Chromium runs the site default model; pass no argument to compare the same model everywhere.');
     return await page.evaluate(async ({ lengths, repeats, words, textSource }) => {
@@ -121,7 +100,7 @@ async function chromiumFigures() {
     }, { lengths: LENGTHS, repeats: Object.fromEntries(LENGTHS.map((n) => [n, repeatsFor(n)])), words: WORDS, textSource: text.toString() });
   } finally {
     await browser.close();
-    server.kill();
+    server.close();
   }
 }
 

@@ -6,24 +6,17 @@
 //   node scripts/build_site.mjs   (writes web/models/, web/dist/ and, with the CLI, web/examples/)
 import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-const require = createRequire(import.meta.url);
-const { chromium } = require('playwright-core');
-const httpServer = require('http-server');
+import { launchChromium, ROW_SUM_TOLERANCE, serve } from './harness.mjs';
+
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
 const artifacts = join(root, 'test-artifacts');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-// Headless flags from FACTS.md: without the networking ones Chromium keeps trying to go online.
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const ROW_SUM_TOLERANCE = 1e-6;  // DESIGN.md: every row the page shows sums to 1 within 1e-6
 const LOAD_TIMEOUT_MS = 60000;
 const BUNDLE = 'dist/attention-widgets.js';
 const DEMO_SENTENCE = 'The keys to the cabinet are on the table.';
@@ -42,12 +35,6 @@ let siteUrl;
 let hostUrl;
 let browser;
 
-async function serve(folder, cors) {
-  const server = httpServer.createServer({ root: folder, cache: -1, cors, showDir: false, logFn: () => {} });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return server;
-}
-
 before(async () => {
   for (const file of [BUNDLE, 'models/manifest.json', 'engine/attention_engine.wasm']) {
     assert.ok(existsSync(join(web, file)), `web/${file} is missing: run node scripts/build_site.mjs first.`);
@@ -55,12 +42,12 @@ before(async () => {
   mkdirSync(artifacts, { recursive: true });
   hostRoot = mkdtempSync(join(tmpdir(), 'attention-host-'));
   copyFileSync(join(web, 'embed-demo.html'), join(hostRoot, 'embed-demo.html'));
-  site = await serve(web, true);
-  host = await serve(hostRoot, false);
+  site = await serve(web);
+  host = await serve(hostRoot, { cors: false });
   // Two origins: 127.0.0.1 and localhost differ by host as well as by port.
   siteUrl = `http://127.0.0.1:${site.server.address().port}/`;
   hostUrl = `http://localhost:${host.server.address().port}/`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 });
 
 after(async () => {

@@ -5,23 +5,16 @@
 //   node scripts/build_site.mjs   (writes web/models/ and, with the CLI built, web/examples/)
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-const require = createRequire(import.meta.url);
-const { chromium } = require('playwright-core');
-const httpServer = require('http-server');
+import { launchChromium, ROW_SUM_TOLERANCE, serve } from './harness.mjs';
+
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
 const artifacts = join(root, 'test-artifacts');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-// Headless flags from FACTS.md: without the networking ones Chromium keeps trying to go online.
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const ROW_SUM_TOLERANCE = 1e-6;  // DESIGN.md: every row the page shows sums to 1 within 1e-6
 const LOAD_TIMEOUT_MS = 60000;
 
 const manifestPath = join(web, 'models', 'manifest.json');
@@ -35,10 +28,9 @@ before(async () => {
   assert.ok(existsSync(manifestPath), `${manifestPath} is missing: run node scripts/build_site.mjs first.`);
   assert.ok(existsSync(join(web, 'engine', 'attention_engine.wasm')), 'web/engine/attention_engine.wasm is missing: run node scripts/build_site.mjs first.');
   mkdirSync(artifacts, { recursive: true });
-  server = httpServer.createServer({ root: web, cache: -1, cors: true, showDir: false, logFn: () => {} });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server = await serve(web);
   baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 });
 
 after(async () => {

@@ -1,0 +1,26 @@
+// What the browser tests and the benchmark share: how to start Debian's Chromium headless here
+// and how to serve a folder on a free localhost port.
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+const { chromium } = require('playwright-core');
+const httpServer = require('http-server');
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+// Headless flags from FACTS.md: without the networking ones Chromium keeps trying to go online.
+export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+// DESIGN.md: every row the page shows sums to 1 within 1e-6.
+export const ROW_SUM_TOLERANCE = 1e-6;
+
+export function launchChromium() {
+  return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+}
+
+// Serves folder on 127.0.0.1 at a free port, as scripts/serve.sh does (no caching; CORS on
+// unless cors is false). The server's port is server.server.address().port.
+export async function serve(folder, { cors = true } = {}) {
+  const server = httpServer.createServer({ root: folder, cache: -1, cors, showDir: false, logFn: () => {} });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return server;
+}
