@@ -55,7 +55,10 @@ if (!names.length) {
   console.error('build_site: no model file (*.attn) in model_data/ and none given with --model.');
   process.exit(1);
 }
-const chosen = defaultName ?? (models['explainer-mini'] ? 'explainer-mini' : names[0]);
+// The page loads the compact weights by default (model_data/README.md: the precision plan);
+// the f32 reference is served too, for a reader or a figure that asks for it.
+const preferred = ['explainer-mini.compact', 'explainer-mini'].find((name) => models[name]);
+const chosen = defaultName ?? preferred ?? names[0];
 if (!models[chosen]) {
   console.error(`build_site: --default ${chosen} is not one of ${names.join(', ')}.`);
   process.exit(2);

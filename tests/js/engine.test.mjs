@@ -16,10 +16,14 @@ const cli = join(root, 'build', 'native', 'attention-cli');
 const fixtures = process.env.ATTN_FIXTURES_DIR ?? join(root, 'build', 'fixtures');
 const wasmDir = join(root, 'build', 'wasm');
 // The wasm build (no FMA, 128-bit SIMD) and the native one (AVX-512, FMA) sum in different
-// orders. On the shipped model the engine issue's bar holds: 1e-6. The random test models are
-// made deliberately peaky (scores of tens), where a last-bit difference in a score moves a
-// weight by more; for them the bar is the reference-parity tolerance, 1e-5.
+// orders. On the model the page loads (the compact file) the engine issue's bar holds: 1e-6.
+// The f32 reference of the trained model has heads peaky enough that float32 rounding alone
+// moves a weight by more: the native engine run on two differently aligned copies of the same
+// input already differs by 1.3e-6 (model_data/README.md, the f32 row of the precision table),
+// so its bar is 2e-6. The random test models are made deliberately peakier still (scores of
+// tens); for them the bar is the reference-parity tolerance, 1e-5.
 const SHIPPED_TOLERANCE = 1e-6;
+const F32_REFERENCE_TOLERANCE = 2e-6;
 const RANDOM_TOLERANCE = 1e-5;
 
 const SENTENCES = [
@@ -55,7 +59,7 @@ const shippedModels = readdirSync(join(root, 'model_data')).filter((f) => f.ends
 const models = [
   { name: 'tiny (random)', path: join(fixtures, 'tiny.attn'), tolerance: RANDOM_TOLERANCE },
   { name: 'mini (random)', path: join(fixtures, 'mini.attn'), tolerance: RANDOM_TOLERANCE },
-  ...shippedModels.map((f) => ({ name: f, path: join(root, 'model_data', f), tolerance: SHIPPED_TOLERANCE })),
+  ...shippedModels.map((f) => ({ name: f, path: join(root, 'model_data', f), tolerance: f.includes('.compact.') ? SHIPPED_TOLERANCE : F32_REFERENCE_TOLERANCE })),
 ];
 
 for (const { name, path: modelPath, tolerance } of models) {

@@ -40,9 +40,8 @@ class CompactModelTest(unittest.TestCase):
         self.assertLessEqual(max(lengths), 60)
 
     def test_compact_attention_within_the_bar_of_the_f32_model(self):
-        if not os.path.exists(COMPACT):
-            self.skipTest("model_data/explainer-mini.compact.attn does not exist yet; make it "
-                          "with scripts/make_compact_model.sh")
+        self.assertTrue(os.path.exists(COMPACT), "model_data/explainer-mini.compact.attn is "
+                        "missing; make it with scripts/make_compact_model.sh")
         self.assertTrue(os.path.exists(REFERENCE),
                         f"{COMPACT} has no f32 reference {REFERENCE} to be checked against")
         out = subprocess.run([CLI, "compare", "--reference", REFERENCE, "--model", COMPACT,
