@@ -116,14 +116,9 @@ void WriteJson(FILE* out, const Model& model, const Encoding& encoding, const Ac
   std::fprintf(out, ",\"layers\":%u,\"heads\":%u,\"hidden\":%u,\"vocab_size\":%u,\"precision\":",
                c.num_hidden_layers, c.num_attention_heads, c.hidden_size, c.vocab_size);
   WriteJsonString(out, model.precision());
-  std::fputs("},\"tokens\":[", out);
-  for (size_t i = 0; i < encoding.tokens.size(); ++i) {
-    const Token& t = encoding.tokens[i];
-    std::fprintf(out, "%s{\"id\":%d,\"text\":", i ? "," : "", t.id);
-    WriteJsonString(out, t.text);
-    std::fprintf(out, ",\"start\":%d,\"end\":%d,\"word\":%d}", t.start, t.end, t.word);
-  }
-  std::fprintf(out, "],\"truncated\":%s,\"attention\":[", encoding.truncated ? "true" : "false");
+  std::fputs("},\"tokens\":", out);
+  WriteJsonTokens(out, encoding.tokens);
+  std::fprintf(out, ",\"truncated\":%s,\"attention\":[", encoding.truncated ? "true" : "false");
   for (int32_t l = 0; l < a.layers; ++l) {
     std::fputs(l ? ",[" : "[", out);
     for (int32_t h = 0; h < a.heads; ++h) {

@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "core/tokenizer.h"
 
 namespace attn::cli {
 
@@ -27,5 +30,17 @@ inline void WriteJsonString(FILE* out, std::string_view s) {
 
 // Floats with enough digits to round-trip a float32 exactly.
 inline void WriteJsonFloat(FILE* out, float v) { std::fprintf(out, "%.9g", static_cast<double>(v)); }
+
+// The "tokens" array of the CLI's JSON (DESIGN.md): [{"id","text","start","end","word"}, ...].
+inline void WriteJsonTokens(FILE* out, const std::vector<Token>& tokens) {
+  std::fputc('[', out);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const Token& t = tokens[i];
+    std::fprintf(out, "%s{\"id\":%d,\"text\":", i ? "," : "", t.id);
+    WriteJsonString(out, t.text);
+    std::fprintf(out, ",\"start\":%d,\"end\":%d,\"word\":%d}", t.start, t.end, t.word);
+  }
+  std::fputc(']', out);
+}
 
 }  // namespace attn::cli

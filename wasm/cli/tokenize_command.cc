@@ -61,14 +61,9 @@ Status LoadTokenizer(const std::string& vocab_path, const std::string& model_pat
 }
 
 void WriteJson(FILE* out, const Encoding& encoding) {
-  std::fputs("{\"tokens\":[", out);
-  for (size_t i = 0; i < encoding.tokens.size(); ++i) {
-    const Token& t = encoding.tokens[i];
-    std::fprintf(out, "%s{\"id\":%d,\"text\":", i ? "," : "", t.id);
-    WriteJsonString(out, t.text);
-    std::fprintf(out, ",\"start\":%d,\"end\":%d,\"word\":%d}", t.start, t.end, t.word);
-  }
-  std::fprintf(out, "],\"truncated\":%s,\"full_length\":%d}\n",
+  std::fputs("{\"tokens\":", out);
+  WriteJsonTokens(out, encoding.tokens);
+  std::fprintf(out, ",\"truncated\":%s,\"full_length\":%d}\n",
                encoding.truncated ? "true" : "false", encoding.full_length);
 }
 
