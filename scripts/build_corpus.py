@@ -274,14 +274,18 @@ def html_paragraphs(markup):
     return paragraphs
 
 
-def read_debian_reference():
-    root = "/usr/share/debian-reference"
+def read_folder(root, suffix, paragraphs):
+    """One document per file of root ending in suffix, its prose found by paragraphs(text)."""
     documents = []
     for name in sorted(os.listdir(root)):
-        if name.endswith(".en.html"):
+        if name.endswith(suffix):
             with open(os.path.join(root, name), encoding="utf-8", errors="replace") as f:
-                documents.append(paragraphs_to_sentences(html_paragraphs(f.read())))
+                documents.append(paragraphs_to_sentences(paragraphs(f.read())))
     return documents
+
+
+def read_debian_reference():
+    return read_folder("/usr/share/debian-reference", ".en.html", html_paragraphs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,13 +310,7 @@ def markdown_paragraphs(text):
 
 
 def read_nodejs_doc():
-    root = "/usr/share/doc/nodejs/api"
-    documents = []
-    for name in sorted(os.listdir(root)):
-        if name.endswith(".md"):
-            with open(os.path.join(root, name), encoding="utf-8", errors="replace") as f:
-                documents.append(paragraphs_to_sentences(markdown_paragraphs(f.read())))
-    return documents
+    return read_folder("/usr/share/doc/nodejs/api", ".md", markdown_paragraphs)
 
 
 SOURCES = [  # (package, reader, path that must exist)
