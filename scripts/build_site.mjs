@@ -4,7 +4,8 @@
 // and bundles the embeddable widgets into web/dist/ (scripts/build_embed.mjs).
 // Usage: node scripts/build_site.mjs [--default NAME] [--model FILE.attn ...]
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -50,6 +51,23 @@ for (const path of modelFiles) {
   copyFileSync(path, join(modelsDir, `${name}.attn`));
   models[name] = { file: `${name}.attn`, bytes: bytes.length, sha256: sha256(bytes) };
 }
+// The precision figure compares the compact file with the f32 reference and with the naive plan
+// (int8, one scale per tensor everywhere). The naive file is derived, not committed: written
+// here from the reference by the converter (numpy; about a second), again whenever the
+// reference is newer.
+const REFERENCE = 'explainer-mini';
+const COMPACT = 'explainer-mini.compact';
+const NAIVE = 'explainer-mini.naive';
+const NAIVE_PLAN = '*=int8:tensor';
+if (models[REFERENCE] && models[COMPACT]) {
+  const source = join(root, 'model_data', `${REFERENCE}.attn`);
+  const naivePath = join(modelsDir, `${NAIVE}.attn`);
+  if (!existsSync(naivePath) || statSync(naivePath).mtimeMs < statSync(source).mtimeMs) {
+    execFileSync(process.env.PY ?? '/usr/bin/python3', [join(root, 'scripts', 'convert_model.py'), 'requantize', source, naivePath, '--precision', NAIVE_PLAN], { stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  const bytes = readFileSync(naivePath);
+  models[NAIVE] = { file: `${NAIVE}.attn`, bytes: bytes.length, sha256: sha256(bytes) };
+}
 const names = Object.keys(models);
 if (!names.length) {
   console.error('build_site: no model file (*.attn) in model_data/ and none given with --model.');
@@ -68,6 +86,8 @@ const manifest = {
   models,
   engine: { glue: '../engine/attention_engine.js', wasm: '../engine/attention_engine.wasm', bytes: wasm.length, sha256: sha256(wasm) },
 };
+// The fidelity bar is DESIGN.md's: compact attention within 1e-3 of f32.
+if (models[NAIVE]) manifest.precision = { reference: REFERENCE, shipped: COMPACT, naive: NAIVE, bar: 1e-3 };
 writeFileSync(join(modelsDir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
 await buildEmbed();
 console.log(`build_site: engine ${wasm.length} bytes; models ${names.map((n) => `${n} (${models[n].bytes} bytes)`).join(', ')}; default ${chosen}`);

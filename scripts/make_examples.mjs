@@ -49,7 +49,8 @@ export async function makeExamples({ manifestPath, outDir, cli }) {
         wasm: pathToFileURL(resolve(base, manifest.engine.wasm)).href,
       },
     };
-    const nodeManifestPath = join(outDir, `.manifest-${process.pid}.json`);
+    // One name per model: the engine keeps each manifest URL it has read (one request per page).
+    const nodeManifestPath = join(outDir, `.manifest-${process.pid}-${written.size}-${key.replace(/[^\w.-]/g, '_')}.json`);
     writeFileSync(nodeManifestPath, JSON.stringify(nodeManifest));
     let engine;
     try {

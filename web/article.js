@@ -6,7 +6,7 @@
 // lives in the URL hash: a deliberate choice adds a history entry (so the back button walks the
 // reader's choices), typing only replaces the current one, and a link that names a sentence
 // opens the live instrument on exactly that state as soon as the model is ready.
-import { DEFAULT_MANIFEST_URL, getEngine, onEngineProgress } from './engine/engine.js';
+import { DEFAULT_MANIFEST_URL, getEngine, loadManifest, onEngineProgress } from './engine/engine.js';
 import { createStore, DEFAULT_STATE, DEFAULT_WORD_TEXT, formatHash, parseHash, PERMALINK_DEFAULTS } from './state.js';
 import { EVENTS, progressText } from './widgets/base.js';
 import {
@@ -20,6 +20,7 @@ import './widgets/attention-mechanism.js';
 import './widgets/softmax-lab.js';
 import './widgets/attention-compare.js';
 import './widgets/attention-heads.js';
+import './widgets/attention-precision.js';
 
 const figures = [...document.querySelectorAll('[data-figure]')];
 const loader = document.getElementById('loader');
@@ -69,9 +70,7 @@ function modelChoice() {
 
 async function loadExample(choice) {
   try {
-    const response = await fetch(DEFAULT_MANIFEST_URL, { cache: 'no-cache' });
-    if (!response.ok) return;
-    page.manifest = await response.json();
+    page.manifest = await loadManifest(DEFAULT_MANIFEST_URL);
     if (choice.modelUrl) return;  // an explicit model file has no precomputed example
     const entry = page.manifest.models?.[choice.model ?? page.manifest.default];
     if (choice.model && entry) page.sources = { 'model-src': new URL(entry.file, DEFAULT_MANIFEST_URL).href };
@@ -164,6 +163,7 @@ function facts(view) {
     f.modelName = 'not loaded';
     f.modelNote = 'see the message below';
   }
+  Object.assign(f, precisionFacts(page.manifest));
   const r = view.result;
   if (!r) return f;
   const dHead = r.hidden / r.heads;
@@ -198,6 +198,15 @@ function facts(view) {
     ratioMax: fmt(Math.max(...heads.map((x) => x.ratioToUniform)), 2),
   });
   return f;
+}
+
+// The file sizes the precision paragraph quotes, from the manifest the page loaded.
+function precisionFacts(manifest) {
+  const p = manifest?.precision;
+  const bytes = (key) => manifest?.models?.[p?.[key]]?.bytes;
+  if (!p || !bytes('reference') || !bytes('shipped') || !bytes('naive')) return {};
+  const mb = (b) => `${(b / 1e6).toFixed(1)} MB`;
+  return { compactMB: mb(bytes('shipped')), referenceMB: mb(bytes('reference')), naiveMB: mb(bytes('naive')), precisionBar: String(p.bar) };
 }
 
 function fillFacts(view) {

@@ -402,6 +402,34 @@ describe('embedding', { timeout: 180000 }, () => {
     assert.deepEqual(errors, []);
     await context.close();
   });
+
+  test('the precision figure embedded on another origin loads its two files once, when asked, and follows its plan attribute', async () => {
+    const { page, context, errors, requests } = await openPage(demoUrl());
+    await live(page, '#precision');
+    const manifest = JSON.parse(readFileSync(join(web, 'models', 'manifest.json'), 'utf8'));
+    const p = manifest.precision;
+    assert.deepEqual(requests.filter(isModel).map((u) => u.split('/').pop()), [manifest.models[p.shipped].file], 'the f32 or naive file loaded before the reader asked');
+    await page.locator('#precision [data-action="load-precision"]').click();
+    await page.locator('#precision .verdict[data-plan="naive"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
+    const verdict = () => page.locator('#precision .verdict').evaluate((v) => ({ plan: v.dataset.plan, max: Number(v.dataset.sentenceMax), text: v.textContent }));
+    const naive = await verdict();
+    assert.ok(naive.max > p.bar, `naive: ${naive.max}`);
+    assert.match(naive.text, /times the 0\.001 bar/);
+    // The selection came from the attributes: "are" in layer 2, head 3.
+    assert.match(await page.locator('#precision table.diff caption').textContent(), /^\u201care\u201d .* layer 2, head 3/);
+    await page.locator('#precision button[data-action="embed"]').click();
+    assert.match(await page.locator('#precision textarea.snippet').first().inputValue(), /<attention-precision [^>]*plan="naive"/);
+    await page.evaluate(() => document.getElementById('precision').setAttribute('plan', 'shipped'));
+    await page.locator('#precision .verdict[data-plan="shipped"]').waitFor();
+    const shipped = await verdict();
+    assert.ok(shipped.max <= p.bar, `compact: ${shipped.max}`);
+    const models = requests.filter(isModel).map((u) => u.split('/').pop()).sort();
+    assert.deepEqual(models, [p.reference, p.shipped, p.naive].map((k) => manifest.models[k].file).sort(), 'each file once');
+    assert.equal(requests.filter((u) => u === siteUrl + 'models/manifest.json').length, 1);
+    await checkDownloads(page, '#precision', 'precision', { sentence: DEMO_SENTENCE, selection: 'Compact weights' });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
 });
 
 // The article's figure 1 as it shows now.

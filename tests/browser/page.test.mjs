@@ -369,6 +369,71 @@ describe('article page', { timeout: 240000 }, () => {
     }
   });
 
+  test('the precision figure downloads the f32 and naive files only when asked; compact within the bar, naive over it', async () => {
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
+    const p = manifest.precision;
+    assert.ok(p, 'the manifest names no precision files (scripts/build_site.mjs writes them)');
+    const { page, context, errors } = await openPage();
+    const requested = [];
+    page.on('request', (r) => { if (r.url().endsWith('.attn')) requested.push(r.url().split('/').pop()); });
+    await openInstrument(page);
+    const figure = page.locator('attention-precision');
+    await figure.scrollIntoViewIfNeeded();
+    assert.deepEqual(requested, [manifest.models[p.shipped].file], 'a model file other than the compact one loaded before the reader asked');
+    await figure.locator('[data-action="load-precision"]').click();
+    await figure.locator('.verdict').waitFor({ timeout: LOAD_TIMEOUT_MS });
+    assert.deepEqual(requested.slice(1).sort(), [manifest.models[p.reference].file, manifest.models[p.naive].file].sort());
+    // What the figure shows: the verdict's numbers and every row of the table.
+    const shown = () => figure.evaluate((el) => {
+      const root = el.shadowRoot;
+      const v = root.querySelector('.verdict').dataset;
+      const rows = [...root.querySelectorAll('table.diff tbody tr')].map((tr) => ({ ...tr.dataset }));
+      return { plan: v.plan, rowMax: Number(v.rowMax), sentenceMax: Number(v.sentenceMax), bar: Number(v.bar), rows, verdict: root.querySelector('.verdict').textContent };
+    });
+    const check = (state) => {
+      const sum = (key) => state.rows.reduce((a, r) => a + Number(r[key]), 0);
+      assert.ok(Math.abs(sum('reference') - 1) <= ROW_SUM_TOLERANCE, `f32 row sums to ${sum('reference')}`);
+      assert.ok(Math.abs(sum('other') - 1) <= ROW_SUM_TOLERANCE, `${state.plan} row sums to ${sum('other')}`);
+      let rowMax = 0;
+      for (const r of state.rows) {
+        assert.equal(Number(r.difference), Math.abs(Number(r.reference) - Number(r.other)));
+        rowMax = Math.max(rowMax, Number(r.difference));
+      }
+      assert.equal(state.rowMax, rowMax);
+      assert.ok(state.sentenceMax >= state.rowMax);
+    };
+    const shipped = await shown();
+    check(shipped);
+    assert.equal(shipped.bar, p.bar);
+    assert.equal(shipped.plan, 'shipped');
+    assert.ok(shipped.sentenceMax <= p.bar, `the compact file misses the bar on the page's sentence: ${shipped.sentenceMax}`);
+    assert.match(shipped.verdict, /within the 0\.001 bar/);
+    // The compact row is the instrument's row: the figure runs on the page's own engine.
+    const instrument = await displayedRow(page);
+    assert.deepEqual(shipped.rows.map((r) => r.other), instrument.values);
+
+    await figure.locator('input[value="naive"]').check();
+    await figure.locator('.verdict[data-plan="naive"]').waitFor();
+    const naive = await shown();
+    check(naive);
+    assert.deepEqual(naive.rows.map((r) => r.reference), shipped.rows.map((r) => r.reference));
+    assert.ok(naive.sentenceMax > p.bar, `the naive file meets the bar on this sentence (${naive.sentenceMax})`);
+    assert.match(naive.verdict, /times the 0\.001 bar/);
+    console.log(`# precision figure: compact ${shipped.sentenceMax.toExponential(2)}, naive ${naive.sentenceMax.toExponential(2)} (bar ${p.bar})`);
+    await figure.screenshot({ path: join(artifacts, 'precision-naive.png') });
+    // "Show that row" moves every figure to the worst row, whose largest difference is the sentence's.
+    await figure.locator('button.show-worst').click();
+    await page.waitForFunction((max) => Number(document.querySelector('attention-precision').shadowRoot.querySelector('.verdict').dataset.rowMax) === max, naive.sentenceMax);
+    const worst = await shown();
+    assert.equal(worst.rowMax, naive.sentenceMax);
+    assert.match(await page.evaluate(() => location.hash), /[#&]v=precision(&|$)/, 'the selection did not reach the page state');
+    assert.equal(await figure.locator('button.show-worst').count(), 0);
+    await figure.locator('input[value="shipped"]').check();
+    await figure.screenshot({ path: join(artifacts, 'precision-shipped.png') });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
   test('a broken model URL shows what failed and a retry, and the prose stays', async () => {
     const { page, context } = await openPage({ path: '?model-src=models/no-such-model.attn' });
     let requests = 0;

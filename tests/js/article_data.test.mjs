@@ -48,7 +48,13 @@ test('the model description follows the provenance', () => {
   assert.match(converted.note, /huggingface\.co\/prajjwal1\/bert-mini/);
   const trained = describeModel({ name: 'attention-explainer-bert-mini-shaped (trained here; not prajjwal1/bert-mini)', provenance: JSON.stringify({ source: 'final', converter: 'scripts/convert_model.py to-attn', steps: 9000, tokens_seen: 1e8 }) });
   assert.equal(trained.kind, 'trained');
-  assert.equal(trained.note, 'trained for this project, not the original bert-mini');
+  // The name already disclaims the original, so the note says how much training there was,
+  // summed over the runs the record chains (a run that continued an earlier one).
+  assert.equal(trained.note, 'trained for this project: 9,000 steps, 100.0M tokens');
+  const chained = describeModel({ name: trained.name, provenance: JSON.stringify({ training: { steps: 100, tokens_seen: 2e6, initialised_from: { steps: 50, tokens_seen: 1e6 } } }) });
+  assert.equal(chained.note, 'trained for this project: 150 steps, 3.0M tokens');
+  const plainName = describeModel({ name: 'my-small-bert', provenance: JSON.stringify({ training: { steps: 10 } }) });
+  assert.equal(plainName.note, 'trained for this project, not the original bert-mini');
   const unknown = describeModel({ name: 'x', provenance: 'not json' });
   assert.equal(unknown.kind, 'unknown');
   assert.equal(unknown.name, 'x');

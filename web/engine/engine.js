@@ -109,6 +109,21 @@ async function fetchJson(url) {
   }
 }
 
+// Every reader of one manifest in a page gets one request: the engines and the figures that
+// read its other entries (the precision figure). A failed request is forgotten, so a retry asks again.
+const manifests = new Map();  // URL -> promise of the parsed manifest
+
+export function loadManifest(url = DEFAULT_MANIFEST_URL) {
+  if (!manifests.has(url)) {
+    const request = fetchJson(url);
+    manifests.set(url, request);
+    request.catch(() => {
+      if (manifests.get(url) === request) manifests.delete(url);
+    });
+  }
+  return manifests.get(url);
+}
+
 // Copies a typed-array view out of wasm memory: views die at the engine's next call.
 const copy = (view) => view.slice();
 
@@ -220,7 +235,7 @@ export const ENGINE_FILES = Object.freeze({ glue: 'attention_engine.js', wasm: '
 //   onProgress({phase: 'engine'|'model', loaded, total, percent})
 export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, model, modelUrl, engineUrl, onProgress = () => {} } = {}) {
   const t0 = now();
-  const manifest = engineUrl && modelUrl ? null : await fetchJson(manifestUrl);
+  const manifest = engineUrl && modelUrl ? null : await loadManifest(manifestUrl);
   const base = new URL(manifestUrl, typeof location === 'undefined' ? HERE : location.href).href;
   const entry = modelUrl ? null : manifest.models?.[model ?? manifest.default];
   if (!modelUrl && !entry) throw new EngineError('model', `The manifest ${manifestUrl} has no model named ${model ?? manifest.default}.`);
@@ -339,8 +354,37 @@ export function getEngine(options = {}) {
   return shared.get(key);
 }
 
+// Engines a figure loads for itself beside the page's one (the precision figure's f32 reference
+// and naive files): shared by every figure that asks for the same model, with their own progress
+// reports, so that they never show up as the page's download.
+const side = new Map();  // key of the options -> {promise, listeners, last}
+
+export function getSideEngine(options, onProgress = () => {}) {
+  const key = engineKey(options);
+  let entry = side.get(key);
+  if (!entry) {
+    entry = { listeners: new Set(), last: null };
+    entry.promise = createEngine({
+      ...options,
+      onProgress: (p) => {
+        entry.last = p;
+        for (const listener of entry.listeners) listener(p);
+      },
+    });
+    side.set(key, entry);
+    entry.promise.catch(() => {
+      if (side.get(key) === entry) side.delete(key);
+    });
+  }
+  entry.listeners.add(onProgress);
+  if (entry.last) onProgress(entry.last);
+  return entry.promise;
+}
+
 // For tests: forget the shared engines.
 export function resetSharedEngine() {
   shared.clear();
+  side.clear();
+  manifests.clear();
   lastProgress = null;
 }

@@ -22,6 +22,7 @@ export const TAGS = Object.freeze({
   softmax: 'softmax-lab',
   compare: 'attention-compare',
   heads: 'attention-heads',
+  precision: 'attention-precision',
 });
 
 // Defines a figure's element once, however many copies of the widgets a page loads (the
@@ -46,6 +47,7 @@ export const ATTRIBUTES = Object.freeze({
   engineSrc: 'engine-src',
   heads: 'heads',    // <attention-compare>: its two heads as "layer.head layer.head", e.g. "2.1 4.3"
   scores: 'scores',  // <softmax-lab>: its five scores, e.g. "2 1 0.5 -0.5 -1.5"
+  plan: 'plan',      // <attention-precision>: what the f32 reference is compared with, shipped or naive
 });
 const SOURCE_ATTRIBUTES = [ATTRIBUTES.modelSrc, ATTRIBUTES.manifestSrc, ATTRIBUTES.engineSrc];
 

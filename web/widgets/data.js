@@ -136,6 +136,37 @@ export function mechanism(result, layer, head, token) {
   };
 }
 
+// How far one model's attention is from a reference's on the same sentence: the selected row's
+// absolute differences and largest one, and the largest over every layer, head and row of the
+// sentence with where it is. Both results must hold the same tokens (same vocabulary and text).
+export function attentionDifference(reference, other, layer, head, token) {
+  const n = reference.n;
+  const same = other.n === n && other.layers === reference.layers && other.heads === reference.heads
+    && reference.tokens.every((t, i) => t.id === other.tokens[i].id);
+  if (!same) throw new Error('The two models did not read the sentence as the same tokens, so their attention cannot be compared.');
+  const a = attentionRowOf(reference, layer, head, token);
+  const b = attentionRowOf(other, layer, head, token);
+  const row = new Float64Array(n);
+  let rowMax = 0;
+  for (let j = 0; j < n; ++j) {
+    row[j] = Math.abs(a[j] - b[j]);
+    rowMax = Math.max(rowMax, row[j]);
+  }
+  let sentenceMax = 0;
+  let at = 0;
+  const x = reference.attention;
+  const y = other.attention;
+  for (let k = 0; k < x.length; ++k) {
+    const d = Math.abs(x[k] - y[k]);
+    if (d > sentenceMax) {
+      sentenceMax = d;
+      at = k;
+    }
+  }
+  const where = { column: at % n, row: Math.floor(at / n) % n, head: Math.floor(at / (n * n)) % reference.heads, layer: Math.floor(at / (n * n * reference.heads)) };
+  return { row, rowMax, sentenceMax, where, reference: a, other: b, rows: reference.layers * reference.heads * n };
+}
+
 // A precomputed example (scripts/make_examples.mjs) as a result the widgets can read.
 export function resultFromExample(example) {
   const a = example.analysis;
@@ -184,7 +215,13 @@ export function describeModel(info) {
     note = 'random weights made for tests, not a trained model: its heads show no learned pattern';
   } else if (trained) {
     kind = 'trained';
-    note = 'trained for this project, not the original bert-mini';
+    // A name that already says it is not the original needs no second disclaimer; the note
+    // then says how much training it had.
+    const disclaimed = /not\s+(the\s+original\s+|[\w.-]+\/)?bert-mini/i.test(name);
+    const run = trainingTotals(provenance.training ?? provenance);
+    note = !disclaimed ? 'trained for this project, not the original bert-mini'
+      : run ? `trained for this project: ${run.steps.toLocaleString('en-US')} steps, ${(run.tokens / 1e6).toFixed(1)}M tokens`
+        : 'trained for this project';
   } else if (provenance.converter && source && !provenance.derived_from) {
     kind = 'converted';
     note = `a converted Hugging Face checkpoint (${source})`;
@@ -193,4 +230,16 @@ export function describeModel(info) {
     note = source ? `source: ${source}` : 'no provenance recorded';
   }
   return { name, kind, note, source, precision: info?.precision ?? '' };
+}
+
+// Steps and tokens of a training record, through the runs it continued (train_default_model.py
+// writes the earlier run's record as initialised_from); null when the record has neither.
+function trainingTotals(record) {
+  let steps = 0;
+  let tokens = 0;
+  for (let r = record, depth = 0; r && typeof r === 'object' && depth < 20; r = r.initialised_from, ++depth) {
+    if (Number.isFinite(r.steps)) steps += r.steps;
+    if (Number.isFinite(r.tokens_seen)) tokens += r.tokens_seen;
+  }
+  return steps > 0 && tokens > 0 ? { steps, tokens } : null;
 }

@@ -9,6 +9,7 @@ import './attention-compare.js';
 import './softmax-lab.js';
 import './attention-instrument.js';
 import './attention-mechanism.js';
+import './attention-precision.js';
 
 export { ATTRIBUTES, TAGS } from './base.js';
 export { FRAME_WIDGET_PARAM } from './snippet.js';
