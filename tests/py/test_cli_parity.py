@@ -64,5 +64,57 @@ class CliParityTest(unittest.TestCase):
         self.check(make_random_model.make_model("mini", 51, {}), "mini")
 
 
+@unittest.skipUnless(os.access(CLI, os.X_OK), f"{CLI} is not built (scripts/build.sh native)")
+class CliInfoTest(unittest.TestCase):
+    """`attention-cli info --json` against the Python reader (scripts/modelfile.py) on the same file."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="attn_cli_info_")
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    def info(self, path):
+        result = subprocess.run([CLI, "info", "--model", path, "--json"], capture_output=True,
+                                text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return json.loads(result.stdout)
+
+    def test_every_tensor_as_the_python_reader_sees_it(self):
+        path = os.path.join(self.tmp, "model.attn")
+        modelfile.write(path, small_model(seed=52), modelfile.parse_plan(PLANS[3]))
+        model = modelfile.read(path)
+        out = self.info(path)
+        self.assertEqual(out["name"], model.name)
+        self.assertEqual(out["provenance"], model.provenance)
+        self.assertEqual(out["file_bytes"], os.path.getsize(path))
+        self.assertEqual(out["config"]["hidden_size"], model.config.hidden_size)
+        self.assertEqual(out["config"]["num_hidden_layers"], model.config.num_hidden_layers)
+        self.assertEqual(out["parameters"], sum(v.size for v in model.tensors.values()))
+        self.assertEqual([t["name"] for t in out["tensors"]], list(model.tensors))
+        dtypes = set()
+        for t in out["tensors"]:
+            stored = model.precision[t["name"]]
+            self.assertEqual(t["dtype"], stored[0], t["name"])
+            self.assertEqual(t["shape"], list(model.tensors[t["name"]].shape), t["name"])
+            self.assertEqual(t["group_size"], stored[1], t["name"])
+            self.assertGreater(t["bytes"], 0)
+            dtypes.add(t["dtype"])
+        self.assertEqual(dtypes, {"f32", "f16", "rans"})  # the plan mixes three dtypes
+        self.assertEqual(out["precision"], "f32+f16+rans")
+
+    def test_a_broken_file_is_refused_with_the_loaders_message(self):
+        path = os.path.join(self.tmp, "model.attn")
+        modelfile.write(path, small_model(seed=53))
+        with open(path, "r+b") as f:
+            f.truncate(os.path.getsize(path) - 7)
+        result = subprocess.run([CLI, "info", "--model", path], capture_output=True, text=True,
+                                timeout=60)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("attention-cli info:", result.stderr)
+        self.assertIn("truncated", result.stderr.lower())
+        result = subprocess.run([CLI, "info"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--model FILE is missing", result.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -12,5 +12,7 @@ int RunAnalyze(int argc, char** argv);
 int RunBench(int argc, char** argv);
 // attention-cli compare --reference REF.attn --model FILE... --sentences FILE (compare_command.cc)
 int RunCompare(int argc, char** argv);
+// attention-cli info --model FILE [--json] (info_command.cc)
+int RunInfo(int argc, char** argv);
 
 }  // namespace attn::cli

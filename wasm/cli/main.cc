@@ -14,6 +14,7 @@ void PrintUsage(FILE* out) {
                "  attention-cli analyze --model FILE [--json] TEXT|-\n"
                "  attention-cli bench --model FILE\n"
                "  attention-cli compare --reference FILE --model FILE... --sentences FILE\n"
+               "  attention-cli info --model FILE [--json]\n"
                "TEXT '-' reads standard input.\n");
 }
 
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(command, "analyze") == 0) return attn::cli::RunAnalyze(argc - 2, argv + 2);
   if (std::strcmp(command, "bench") == 0) return attn::cli::RunBench(argc - 2, argv + 2);
   if (std::strcmp(command, "compare") == 0) return attn::cli::RunCompare(argc - 2, argv + 2);
+  if (std::strcmp(command, "info") == 0) return attn::cli::RunInfo(argc - 2, argv + 2);
   std::fprintf(stderr, "attention-cli: unknown command '%s'.\n", command);
   PrintUsage(stderr);
   return 2;
