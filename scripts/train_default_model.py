@@ -213,6 +213,12 @@ def write_final(trainer, run_dir, args, started):
             "torch_version": torch.__version__, "corpus_manifest_sha256": file_sha256(manifest),
             "corpus_train_tokens": int(len(trainer.ids)), "train_sequences": int(len(trainer.spans)),
             "git_commit": git_commit()}
+    if args.init_from:
+        # The run continued earlier weights: keep that run's record so the provenance chains
+        # (steps, tokens and minutes above count this run only).
+        earlier = os.path.join(args.init_from, "training.json")
+        info["initialised_from"] = (json.load(open(earlier, encoding="utf-8"))
+                                    if os.path.exists(earlier) else args.init_from)
     with open(os.path.join(final, "training.json"), "w", encoding="utf-8") as f:
         json.dump(info, f, indent=2)
         f.write("\n")
