@@ -10,6 +10,7 @@ import { ATTRIBUTES, AttentionFigure, define } from './base.js';
 import { attentionDifference, ROLE } from './data.js';
 import { fmt, h, headName } from './dom.js';
 import { barScale, rowPanel } from './bars.js';
+import { CONTROLS_CSS, headMenu, tokenChips } from './controls.js';
 
 export const PLANS = Object.freeze(['shipped', 'naive']);
 const DEFAULT_BAR = 1e-3;
@@ -36,20 +37,12 @@ export function againstBar(difference, bar) {
 }
 
 class AttentionPrecision extends AttentionFigure {
-  static css = `
+  static css = `${CONTROLS_CSS}
   .intro { margin: 0 0 0.6em; }
+  .intro-box { padding: 0.2em 0 0.4em; }
   .plans { border: 0; padding: 0; margin: 0 0 0.6em; display: flex; flex-wrap: wrap; gap: 0.3em 1.2em; }
   .plans legend { padding: 0; margin-bottom: 0.2em; font-weight: 600; }
   .plans label { display: inline-flex; gap: 0.35em; align-items: baseline; min-height: 2em; }
-  .controls { display: flex; flex-wrap: wrap; gap: 0.4em 0.8em; align-items: center; margin-bottom: 0.5em; }
-  .controls select { max-width: 100%; padding: 0.2em 0.3em; border: 1px solid var(--attn-line); border-radius: 6px; background: var(--attn-bg); }
-  .tokens { display: flex; flex-wrap: wrap; gap: 0.3em; margin: 0 0 0.7em; }
-  .chip {
-    min-height: 2em; min-width: 2em; padding: 0.1em 0.45em; border-radius: 5px; font-size: 0.92em;
-    border: 1px solid var(--attn-line); background: var(--attn-bg); max-width: 100%; overflow-wrap: anywhere;
-  }
-  .chip.special { font-style: italic; color: var(--attn-muted); }
-  .chip[aria-pressed="true"] { background: var(--attn-bar); color: var(--attn-bg); border-color: var(--attn-bar); font-style: normal; }
   .verdict { display: grid; gap: 0.2em; margin: 0.2em 0 0.7em; padding: 0.5em 0.7em; border-radius: 6px; background: var(--attn-panel); }
   .verdict .over { color: var(--attn-error); font-weight: 700; }
   .verdict .within { color: var(--attn-bar); font-weight: 700; }
@@ -207,22 +200,6 @@ class AttentionPrecision extends AttentionFigure {
           on: { change: () => { this.plan = key; this.render(this.view); this.updateTools(); } },
         }),
         planLabel(key))));
-    const chips = reference.tokens.map((t, i) => {
-      const special = reference.roles[i] === ROLE.cls || reference.roles[i] === ROLE.sep;
-      return h(`button.chip${special ? '.special' : ''}`, {
-        type: 'button', 'aria-pressed': String(i === token), dataset: { token: String(i) },
-        hidden: special && view.showSpecial === false, text: t.text,
-        on: { click: () => this.select({ token: i }) },
-      });
-    });
-    const menu = h('select', {
-      'aria-label': 'Layer and head',
-      on: { change: (e) => { const [l, hd] = e.target.value.split(',').map(Number); this.select({ layer: l, head: hd }); } },
-    });
-    for (let l = 0; l < reference.layers; ++l) {
-      for (let hd = 0; hd < reference.heads; ++hd) menu.append(h('option', { value: `${l},${hd}`, text: headName(l, hd) }));
-    }
-    menu.value = `${layer},${head}`;
     const word = reference.tokens[token].text;
     const w = diff.where;
     const planName = this.plan === 'shipped' ? 'compact' : 'naive';
@@ -259,8 +236,8 @@ class AttentionPrecision extends AttentionFigure {
       body);
     this.bodyEl.replaceChildren(
       plans,
-      h('div.tokens', { role: 'group', 'aria-label': 'Tokens of the sentence: choose whose row to compare' }, chips),
-      h('div.controls', {}, h('label', {}, 'Head ', menu)),
+      tokenChips(reference, token, view.showSpecial !== false, (patch) => this.select(patch), 'Tokens of the sentence: choose whose row to compare'),
+      headMenu(reference, layer, head, (patch) => this.select(patch)),
       verdict,
       table,
       h('div.legend', { 'aria-hidden': 'true' },
@@ -292,7 +269,7 @@ class AttentionPrecision extends AttentionFigure {
       }));
       if (!view?.result && view?.mode !== 'live') children.push(h('p.small.muted', { text: 'The compact model the page runs on loads first.' }));
     }
-    this.bodyEl.replaceChildren(h('div', { style: { 'min-height': this.constructor.placeholderHeight } }, children));
+    this.bodyEl.replaceChildren(h('div.intro-box', {}, children));
     if (!c.manifest && !this._manifestAsked) {
       this._manifestAsked = true;
       this.precisionFiles().then((files) => {
