@@ -434,6 +434,28 @@ describe('article page', { timeout: 240000 }, () => {
     await context.close();
   });
 
+  test('the precision figure says which file failed and retries', async () => {
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
+    const reference = manifest.models[manifest.precision.reference].file;
+    const { page, context, errors } = await openPage();
+    await openInstrument(page);
+    const refuse = (route) => route.fulfill({ status: 404, body: 'not here' });
+    await page.route(`**/models/${reference}`, refuse);
+    const figure = page.locator('attention-precision');
+    await figure.locator('[data-action="load-precision"]').click();
+    const alert = figure.locator('[role="alert"]');
+    await alert.waitFor({ timeout: LOAD_TIMEOUT_MS });
+    assert.match(await alert.textContent(), new RegExp(`did not load: .*${reference.replace('.', '\\.')}.*404`));
+    assert.equal(await figure.locator('[data-action="load-precision"]').textContent(), 'Retry the comparison');
+    // The page's own figures are untouched by the figure's failure.
+    assert.equal(await page.locator('#instrument .status').getAttribute('data-mode'), 'live');
+    await page.unroute(`**/models/${reference}`, refuse);
+    await figure.locator('[data-action="load-precision"]').click();
+    await figure.locator('.verdict').waitFor({ timeout: LOAD_TIMEOUT_MS });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
   test('a broken model URL shows what failed and a retry, and the prose stays', async () => {
     const { page, context } = await openPage({ path: '?model-src=models/no-such-model.attn' });
     let requests = 0;
