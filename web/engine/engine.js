@@ -354,6 +354,11 @@ export function getEngine(options = {}) {
   return shared.get(key);
 }
 
+// The page's engine if one was asked for (the first getEngine call's promise), else null.
+export function currentEngine() {
+  return shared.size ? shared.values().next().value : null;
+}
+
 // Engines a figure loads for itself beside the page's one (the precision figure's f32 reference
 // and naive files): shared by every figure that asks for the same model, with their own progress
 // reports, so that they never show up as the page's download.

@@ -5,7 +5,7 @@
 // plan (int8, one scale per tensor) in the compact file's place. The f32 and naive files are
 // large, so they download only when the reader asks; the manifest names them:
 //   manifest.precision = {reference, shipped, naive, bar}  (scripts/build_site.mjs)
-import { DEFAULT_MANIFEST_URL, getEngine, getSideEngine, loadManifest } from '../engine/engine.js';
+import { currentEngine, DEFAULT_MANIFEST_URL, getSideEngine, loadManifest } from '../engine/engine.js';
 import { ATTRIBUTES, AttentionFigure, define } from './base.js';
 import { attentionDifference, ROLE } from './data.js';
 import { fmt, h, headName } from './dom.js';
@@ -126,13 +126,10 @@ class AttentionPrecision extends AttentionFigure {
         c.progress[key] = p;
         this.renderLoading();
       });
+      // The page's engine serves as the compact side when it runs that very file; otherwise
+      // (another model chosen, or its load failed) the compact file loads on its own.
       const shipped = (async () => {
-        let page = null;
-        try {
-          page = await getEngine();
-        } catch {
-          // The page's engine failed; the shipped file loads on its own below.
-        }
+        const page = await currentEngine()?.catch(() => null);
         return page?.info?.sha256 === files.entries.shipped.sha256 ? page : side('shipped');
       })();
       const [reference, naive, ship] = await Promise.all([side('reference'), side('naive'), shipped]);
