@@ -295,6 +295,15 @@ def quantize(values, group, levels):
     flat = np.asarray(values, dtype=np.float32).reshape(-1, group).astype(np.float64)
     max_abs = np.abs(flat).max(axis=1)
     scales = _round_scale((max_abs / levels).astype(np.float32), levels)
+    # Above 2047 levels the rounded scale keeps 11 or fewer significant bits, and rounding it down
+    # would clip each group's largest values (its most important weights) by up to 4 steps at
+    # 8191 levels. Such scales go one unit up instead. (At 2047 levels and below the nearest
+    # scale never clips by more than rounding does, so those files are unchanged.)
+    unit = np.uint32(1 << int(levels).bit_length())
+    clipped = np.rint(max_abs / np.where(scales > 0, scales.astype(np.float64), 1.0)) > levels
+    if clipped.any():
+        bumped = (scales.view(np.uint32) + unit).view(np.float32)
+        scales = np.where(clipped, bumped, scales).astype(np.float32)
     safe = np.where(scales > 0, scales.astype(np.float64), 1.0)
     q = np.clip(np.rint(flat / safe[:, None]), -levels, levels).astype(np.int64)
     return q.reshape(-1), scales

@@ -89,7 +89,8 @@ def candidate_plans(config):
                                (2047, 1535, 127), (2559, 1279, 127), (3071, 1535, 127),
                                (3071, 2047, 127), (4095, 2047, 127),
                                # Headroom: the need grew with training (model_data/README.md).
-                               (4095, 3071, 127), (6143, 4095, 127), (8191, 4095, 127)):
+                               (4095, 3071, 127), (6143, 4095, 127), (8191, 4095, 127),
+                               (16383, 2047, 127), (16383, 3071, 127), (16383, 4095, 127)):
         plans[f"mix-{word}-{layers}-{tail}"] = (
             f"rans: words {word} levels, encoder {layers}, attention-free tail {tail}",
             layer_plan(config, word, layers, tail))
