@@ -13,7 +13,7 @@ import {
   attentionRowOf, describeModel, headsForToken, mechanism, resolveSelection, resultFromExample,
   rolloutRowOf, rowSummary, sharpestAndBroadest,
 } from './widgets/data.js';
-import { fmt, headName } from './widgets/dom.js';
+import { fmt, headName, megabytes } from './widgets/dom.js';
 import { specialShare } from './widgets/bars.js';
 import './widgets/attention-instrument.js';
 import './widgets/attention-mechanism.js';
@@ -142,7 +142,7 @@ function renderLoader() {
     progressLabel.textContent = `The live model did not load: ${page.error.message}`;
   } else if (page.engine) {
     const t = page.engine.timings;
-    progressLabel.textContent = `Loaded ${((t.wasmBytes + t.modelBytes) / 1e6).toFixed(1)} MB (100%). ${live ? 'The figures are live.' : 'The figures below are a precomputed example until you open the instrument.'}`;
+    progressLabel.textContent = `Loaded ${megabytes(t.wasmBytes + t.modelBytes)} (100%). ${live ? 'The figures are live.' : 'The figures below are a precomputed example until you open the instrument.'}`;
   } else {
     progressLabel.textContent = progressText(page.progress);
   }
@@ -205,8 +205,7 @@ function precisionFacts(manifest) {
   const p = manifest?.precision;
   const bytes = (key) => manifest?.models?.[p?.[key]]?.bytes;
   if (!p || !bytes('reference') || !bytes('shipped') || !bytes('naive')) return {};
-  const mb = (b) => `${(b / 1e6).toFixed(1)} MB`;
-  return { compactMB: mb(bytes('shipped')), referenceMB: mb(bytes('reference')), naiveMB: mb(bytes('naive')), precisionBar: String(p.bar) };
+  return { compactMB: megabytes(bytes('shipped')), referenceMB: megabytes(bytes('reference')), naiveMB: megabytes(bytes('naive')), precisionBar: String(p.bar) };
 }
 
 function fillFacts(view) {

@@ -8,13 +8,12 @@
 import { currentEngine, DEFAULT_MANIFEST_URL, getSideEngine, loadManifest } from '../engine/engine.js';
 import { ATTRIBUTES, AttentionFigure, define } from './base.js';
 import { attentionDifference, ROLE } from './data.js';
-import { fmt, h, headName } from './dom.js';
+import { fmt, h, headName, megabytes } from './dom.js';
 import { barScale, rowPanel } from './bars.js';
 import { CONTROLS_CSS, headMenu, tokenChips } from './controls.js';
 
 export const PLANS = Object.freeze(['shipped', 'naive']);
 const DEFAULT_BAR = 1e-3;
-const megabytes = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
 
 // Small numbers as a reader writes them: 0.0153, or 3.7 × 10⁻⁴ below a hundredth.
 const SUPERSCRIPT = { '-': '\u207b', 0: '\u2070', 1: '\u00b9', 2: '\u00b2', 3: '\u00b3', 4: '\u2074', 5: '\u2075', 6: '\u2076', 7: '\u2077', 8: '\u2078', 9: '\u2079' };

@@ -51,6 +51,9 @@ export function fmt(value, digits = 3) {
   return value < 0 && Number(text) !== 0 ? `\u2212${text}` : text;
 }
 
+// A byte count as the page quotes file sizes: "20.3 MB" (decimal megabytes).
+export const megabytes = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
+
 export const headName = (layer, head) => `layer ${layer + 1}, head ${head + 1}`;
 export const headShort = (layer, head) => `L${layer + 1} H${head + 1}`;
 
