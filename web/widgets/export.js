@@ -36,6 +36,13 @@ function wrap(text, width = MAX_LINE_CHARS) {
 
 const clip = (text, chars) => (text.length > chars ? `${text.slice(0, chars - 1)}\u2026` : text);
 
+// The picture's model line: which model computed it and, where its file states them (the
+// provenance's licence, describeModel()'s `license`), the terms of its weights.
+export function modelLine(model) {
+  const licence = model.license ? `; model licence: ${model.license}` : '';
+  return `Model: ${model.name}${model.note ? ` (${model.note})` : ''}${licence}`;
+}
+
 // spec: { title, lines: [string], columns, panels: [{ title, labels, values, selected, uniform,
 //   scaleMax }], note }. Each panel is a horizontal bar chart of one row of weights.
 export function figureSvg(spec) {
