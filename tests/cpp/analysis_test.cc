@@ -1,11 +1,15 @@
 // Tests of the analysis: row statistics, head average and rollout on matrices worked out by
-// hand, and head-profile labels on synthetic heads built to be each kind.
+// hand, head-profile labels on synthetic heads built to be each kind, and AnalyzeText against
+// the same steps taken one by one.
 #include "core/analysis.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
+
+#include "test_model_writer.h"
 
 #define EXPECT_HAS(haystack, needle) EXPECT_PRED_FORMAT2(::testing::IsSubstring, needle, haystack)
 
@@ -251,6 +255,127 @@ TEST(TokenRolesTest, SpecialAndPunctuationTokens) {
   const std::vector<TokenRole> want = {TokenRole::kCls, TokenRole::kOrdinary, TokenRole::kPunctuation,
                                        TokenRole::kPunctuation, TokenRole::kOrdinary, TokenRole::kSep};
   EXPECT_EQ(roles, want);
+}
+
+class AnalyzeTextTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::vector<uint8_t> bytes =
+        testing::Serialize(testing::RandomModel(testing::TinyConfig(), 7, false, true));
+    ASSERT_TRUE(LoadedModel::FromBuffer(bytes.data(), bytes.size(), &model_).ok());
+  }
+  std::unique_ptr<LoadedModel> model_;
+};
+
+TEST_F(AnalyzeTextTest, EqualsTheStepsTakenOneByOne) {
+  const std::string text = "the cat sat on the mat, a dog ran.";
+  SentenceAnalysis analysis;
+  ASSERT_TRUE(AnalyzeText(*model_, text, AnalysisOptions(), &analysis).ok());
+
+  const Encoding encoding = model_->tokenizer().Encode(text, model_->MaxLength(0));
+  std::vector<int32_t> ids;
+  for (const Token& t : encoding.tokens) ids.push_back(t.id);
+  Encoder encoder(model_->model());
+  Activations activations;
+  ASSERT_TRUE(encoder.Forward(ids, &activations).ok());
+  const int32_t n = activations.tokens;
+  ASSERT_EQ(analysis.tokens(), n);
+  ASSERT_EQ(analysis.encoding.tokens.size(), encoding.tokens.size());
+  EXPECT_EQ(analysis.activations.ids, ids);
+  EXPECT_EQ(analysis.activations.attention_probs, activations.attention_probs);
+  const RowMajorMatrix rollout = Rollout(activations);
+  EXPECT_EQ((analysis.rollout - rollout).cwiseAbs().maxCoeff(), 0.0f);
+  EXPECT_EQ(analysis.roles, TokenRoles(encoding.tokens, model_->tokenizer()));
+
+  ASSERT_EQ(analysis.row_stats.size(),
+            static_cast<size_t>(activations.layers) * activations.heads * n * kRowStatFields);
+  for (int32_t l = 0; l < activations.layers; ++l) {
+    for (int32_t h = 0; h < activations.heads; ++h) {
+      for (int32_t i = 0; i < n; ++i) {
+        const RowStats want = ComputeRowStats(activations.AttentionRow(l, h, i), n);
+        const float* got =
+            &analysis.row_stats[((static_cast<size_t>(l) * activations.heads + h) * n + i) * kRowStatFields];
+        EXPECT_EQ(got[static_cast<int>(RowStatField::kMax)], want.max);
+        EXPECT_EQ(got[static_cast<int>(RowStatField::kArgmax)], static_cast<float>(want.argmax));
+        EXPECT_EQ(got[static_cast<int>(RowStatField::kRatioToUniform)], want.ratio_to_uniform);
+        EXPECT_EQ(got[static_cast<int>(RowStatField::kEntropy)], want.entropy);
+        EXPECT_EQ(got[static_cast<int>(RowStatField::kNormalizedEntropy)], want.normalized_entropy);
+        EXPECT_EQ(got[static_cast<int>(RowStatField::kSum)], want.sum);
+      }
+    }
+  }
+  std::vector<HeadProfile> profiles;
+  ASSERT_TRUE(AccumulateHeadProfiles(activations, analysis.roles, &profiles).ok());
+  ASSERT_EQ(analysis.head_profiles.size(), profiles.size());
+  for (size_t k = 0; k < profiles.size(); ++k) {
+    EXPECT_EQ(analysis.head_profiles[k].Label(), profiles[k].Label());
+    EXPECT_EQ(analysis.head_profiles[k].next_token, profiles[k].next_token);
+    EXPECT_EQ(analysis.head_profiles[k].entropy_sum, profiles[k].entropy_sum);
+  }
+}
+
+TEST_F(AnalyzeTextTest, OutputsMaskingAndTruncation) {
+  AnalysisOptions options;
+  options.outputs = 0;
+  SentenceAnalysis analysis;
+  ASSERT_TRUE(AnalyzeText(*model_, "the cat sat", options, &analysis).ok());
+  EXPECT_TRUE(analysis.row_stats.empty());
+  EXPECT_TRUE(analysis.head_profiles.empty());
+  EXPECT_EQ(analysis.rollout.rows(), analysis.tokens());
+
+  options.masked_positions = {2};
+  ASSERT_TRUE(AnalyzeText(*model_, "the cat sat", options, &analysis).ok());
+  EXPECT_EQ(analysis.activations.ids[2], model_->tokenizer().mask_id());
+  EXPECT_EQ(analysis.encoding.tokens[2].text, "cat") << "the tokens keep what was typed";
+  std::vector<Prediction> top;
+  ASSERT_TRUE(model_->TopPredictions(analysis, 2, 3, &top).ok());
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_GE(top[0].probability, top[1].probability);
+  EXPECT_EQ(top[0].text, model_->tokenizer().vocab().piece(top[0].id));
+
+  for (int32_t bad : {0, 4, -1}) {
+    options.masked_positions = {bad};
+    const Status status = AnalyzeText(*model_, "the cat sat", options, &analysis);
+    ASSERT_FALSE(status.ok()) << bad;
+    EXPECT_HAS(status.message(), "cannot mask position " + std::to_string(bad));
+  }
+  options.masked_positions.clear();
+  options.residual_weight = 1.5;
+  EXPECT_HAS(AnalyzeText(*model_, "the cat", options, &analysis).message(), "residual weight");
+
+  // TinyConfig has 24 positions: a long text is cut to them, [SEP] last, and marked.
+  std::string long_text;
+  for (int k = 0; k < 40; ++k) long_text += "cat ";
+  ASSERT_TRUE(AnalyzeText(*model_, long_text, AnalysisOptions(), &analysis).ok());
+  EXPECT_EQ(analysis.tokens(), 24);
+  EXPECT_TRUE(analysis.encoding.truncated);
+  EXPECT_EQ(analysis.encoding.full_length, 42);
+}
+
+TEST(LoadedModelTest, RefusesAModelWhoseLongestSentenceWouldExceedTheActivationBudget) {
+  // Weights of a few MB, but 256 heads x 512 x 512 attention in each of 8 layers.
+  ModelConfig c = testing::TinyConfig();
+  c.hidden_size = 256;
+  c.num_attention_heads = 256;
+  c.num_hidden_layers = 8;
+  c.intermediate_size = 1;
+  c.max_position_embeddings = 512;
+  c.vocab_size = 8;
+  ASSERT_GT(Encoder::ActivationFloats(c, 512), MemoryBudget::kMaxActivationFloats);
+  testing::ModelParts parts = testing::ConstantZeroModel(c);
+  parts.vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\nb\nc\n";
+  const std::vector<uint8_t> bytes = testing::Serialize(parts);
+  std::unique_ptr<LoadedModel> loaded;
+  const Status status = LoadedModel::FromBuffer(bytes.data(), bytes.size(), &loaded);
+  ASSERT_FALSE(status.ok());
+  EXPECT_HAS(status.message(), "activation values in this model, more than this build allows");
+  // The arithmetic is 64-bit: a config at the limits does not wrap.
+  ModelConfig big;
+  big.num_hidden_layers = ConfigLimits::kMaxLayers;
+  big.num_attention_heads = ConfigLimits::kMaxHidden;
+  big.hidden_size = ConfigLimits::kMaxHidden;
+  big.intermediate_size = ConfigLimits::kMaxIntermediate;
+  EXPECT_GT(Encoder::ActivationFloats(big, 1 << 16), uint64_t{1} << 54);  // L H n^2 alone
 }
 
 }  // namespace

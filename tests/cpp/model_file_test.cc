@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <limits>
 #include <string>
 
@@ -275,7 +277,7 @@ TEST_F(BrokenFileTest, UnknownVersion) {
   PutU32(&bytes_, 8, 2);
   const std::string message = LoadError(bytes_);
   EXPECT_HAS(message, "format version is 2, expected 1");
-  EXPECT_HAS(message, "scripts/convert_model.py");
+  EXPECT_HAS(message, "scripts/model/convert_model.py");
 }
 
 TEST_F(BrokenFileTest, HeaderSizeFlagsAndReserved) {
@@ -356,7 +358,7 @@ TEST_F(BrokenFileTest, ShapeChange) {
   const std::string message = LoadError(bytes_);
   EXPECT_HAS(message, "tensor 'encoder.layer.1.attention.self.value.weight': got shape (16, 17), "
                                  "expected (16, 16)");
-  EXPECT_HAS(message, "re-convert the model with scripts/convert_model.py");
+  EXPECT_HAS(message, "re-convert the model with scripts/model/convert_model.py");
 
   std::vector<uint8_t> bytes = Serialize(parts_, &layout_);
   PutU32(&bytes, EntryField("embeddings.LayerNorm.bias", 68), 2);
@@ -465,6 +467,80 @@ TEST_F(BrokenFileTest, EntryFieldsDtypeBytesAlignmentOverlap) {
   bytes[EntryField(name, 60)] = 'x';  // a byte after the NUL terminator of the name
   FixSizeAndCrc(&bytes);
   EXPECT_HAS(LoadError(bytes), "name has bytes after its NUL terminator");
+}
+
+// Files that pass every structural check but declare more values than a build can hold: their
+// big tensors are one-symbol rans lanes, 8 bytes per 4,096 values, so they are small on disk.
+// In a 32-bit build the first one's count (over 2^32 values) used to wrap in size_t, leaving a
+// small buffer that the decoder then overran.
+ModelConfig HugeConfig(uint32_t vocab, uint32_t hidden) {
+  ModelConfig c;
+  c.vocab_size = vocab;
+  c.hidden_size = hidden;
+  c.num_hidden_layers = 1;
+  c.num_attention_heads = 1;
+  c.intermediate_size = 1;
+  c.max_position_embeddings = 16;
+  c.type_vocab_size = 1;
+  c.layer_norm_eps = 1e-12f;
+  return c;
+}
+
+uint64_t DeclaredFloats(const ModelConfig& c) {
+  uint64_t total = 0;
+  for (const TensorSpec& spec : ExpectedTensors(c, false, false)) total += spec.numel();
+  return total;
+}
+
+// Writes bytes where the Node test of the wasm engine finds them (build/native/crafted/, a
+// folder CMake makes).
+void KeepForWasmTest(const std::string& name, const std::vector<uint8_t>& bytes) {
+  FILE* file = std::fopen((std::string(ATTN_BINARY_DIR) + "/crafted/" + name).c_str(), "wb");
+  ASSERT_NE(file, nullptr);
+  ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), file), bytes.size());
+  std::fclose(file);
+}
+
+TEST(CraftedFileTest, OverFourBillionDeclaredValuesAreRefusedBeforeAllocation) {
+  const ModelConfig config = HugeConfig(1'032'192, 4096);
+  ASSERT_GT(DeclaredFloats(config), uint64_t{1} << 32);
+  const std::vector<uint8_t> bytes = Serialize(testing::ConstantZeroModel(config));
+  std::printf("crafted file: %zu bytes declaring %llu values\n", bytes.size(),
+              static_cast<unsigned long long>(DeclaredFloats(config)));
+  ASSERT_LT(bytes.size(), size_t{16} << 20);
+  const std::string message = LoadError(bytes);
+  EXPECT_HAS(message, "declares 4.3 billion values, more than this build loads");
+  KeepForWasmTest("wraps-32-bit.attn", bytes);
+}
+
+TEST(CraftedFileTest, GigabytesFromASmallFileAreRefusedNotAllocated) {
+  // 873 million values (3.5 GB of f32) from a 1.6 MB file: within the format's 512 values per
+  // byte, beyond both builds' budgets.
+  const ModelConfig config = HugeConfig(196'608, 4096);
+  const std::vector<uint8_t> bytes = Serialize(testing::ConstantZeroModel(config));
+  ASSERT_LT(bytes.size(), size_t{2} << 20);
+  ASSERT_GT(DeclaredFloats(config), MemoryBudget::kMaxModelFloats);
+  EXPECT_HAS(LoadError(bytes), "declares 872.5 million values, more than this build loads");
+  KeepForWasmTest("gigabytes.attn", bytes);
+}
+
+TEST(CraftedFileTest, BudgetAndCountArithmetic) {
+  EXPECT_TRUE(CheckModelBudget(0).ok());
+  EXPECT_TRUE(CheckModelBudget(110'000'000).ok()) << "bert-base must fit every build";
+  EXPECT_FALSE(CheckModelBudget(MemoryBudget::kMaxModelFloats + 1).ok());
+  EXPECT_FALSE(CheckModelBudget(~uint64_t{0}).ok());
+  EXPECT_EQ(CountString(512), "512");
+  EXPECT_EQ(CountString(61'441'000), "61.4 million");
+  EXPECT_EQ(CountString((uint64_t{1} << 32) + 61'441), "4.3 billion");
+}
+
+TEST(CraftedFileTest, AConstantZeroModelWithinBudgetLoads) {
+  // The generator itself is valid: the same construction at a small size loads, all zeros.
+  const ModelConfig config = HugeConfig(5000, 64);
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Load(Serialize(testing::ConstantZeroModel(config)), &model).ok());
+  EXPECT_EQ(model->parameter_count(), DeclaredFloats(config));
+  EXPECT_EQ(model->weights().word_embeddings.cwiseAbs().maxCoeff(), 0.0f);
 }
 
 }  // namespace

@@ -29,6 +29,9 @@ struct WriterTensor {
   std::vector<int32_t> integers;   // rans: numel values in [-levels, levels]
   uint32_t levels = 0;             // rans
   uint32_t group_size = 0;
+  // rans only: every value is 0, written as one-symbol lanes (8 bytes per 4,096 values) with no
+  // per-value data in memory, so that a small file can declare billions of values.
+  bool constant_zero = false;
   uint64_t numel() const {
     uint64_t n = 1;
     for (uint32_t k = 0; k < ndim; ++k) n *= shape[k];
@@ -151,8 +154,11 @@ inline void QuantizeRans(WriterTensor* t, uint32_t group_size, uint32_t levels) 
 }
 
 // The rans payload of tensor t, laid out field by field from model_data/README.md with a plain
-// one-symbol-at-a-time rANS encoder (scripts/rans.py vectorises the same over lanes).
+// one-symbol-at-a-time rANS encoder (scripts/model/rans.py vectorises the same over lanes).
+inline std::vector<uint8_t> ConstantZeroRansPayload(const WriterTensor& t);
+
 inline std::vector<uint8_t> RansPayload(const WriterTensor& t) {
+  if (t.constant_zero) return ConstantZeroRansPayload(t);
   constexpr uint32_t kProbScale = 1u << 15, kLane = 4096;
   const uint32_t alphabet = 2 * t.levels + 1;
   const uint64_t numel = t.numel();
@@ -206,6 +212,48 @@ inline std::vector<uint8_t> RansPayload(const WriterTensor& t) {
   for (const auto& stream : streams) u32(static_cast<uint32_t>(stream.size()));
   for (const auto& stream : streams) b.insert(b.end(), stream.begin(), stream.end());
   return b;
+}
+
+// levels 1, the frequency table (0, 2^15, 0): the state never changes, so every lane is its
+// start state 2^23 and an empty stream; one scale of 1 per group.
+inline std::vector<uint8_t> ConstantZeroRansPayload(const WriterTensor& t) {
+  const uint64_t numel = t.numel(), lanes = (numel + 4095) / 4096, groups = numel / t.group_size;
+  std::vector<uint8_t> b;
+  b.reserve(16 + 4 * groups + 8 * lanes);
+  auto u32 = [&b](uint32_t v) { for (int k = 0; k < 4; ++k) b.push_back(static_cast<uint8_t>(v >> (8 * k))); };
+  u32(1);
+  u32(static_cast<uint32_t>(lanes));
+  u32(uint32_t{1} << 31);  // freq(0) = 0, freq(1) = 2^15 (the next u16)
+  u32(0);                  // freq(2) = 0, then padding to 4 bytes
+  for (uint64_t g = 0; g < groups; ++g) u32(0x3f800000u);  // 1.0f
+  for (uint64_t k = 0; k < lanes; ++k) u32(1u << 23);
+  for (uint64_t k = 0; k < lanes; ++k) u32(0);
+  return b;
+}
+
+// Every tensor of the config as constant-zero rans, and a vocabulary of empty lines: a file of
+// a few MB whose declared size is whatever the config makes it, for the loader's size checks.
+inline ModelParts ConstantZeroModel(const ModelConfig& config, bool masked_lm_head = false) {
+  ModelParts parts;
+  parts.config = config;
+  parts.vocab.assign(config.vocab_size, '\n');
+  for (const TensorSpec& spec : ExpectedTensors(config, false, masked_lm_head)) {
+    WriterTensor t;
+    t.name = spec.name;
+    t.ndim = spec.ndim;
+    t.shape = {spec.shape[0], spec.ndim == 2 ? spec.shape[1] : 0u, 0u, 0u};
+    t.dtype = 3;
+    t.levels = 1;
+    t.constant_zero = true;
+    // Groups of whole rows, as many as divide the row count up to 1,024, within a u32.
+    uint64_t rows_per_group = 1;
+    if (spec.ndim == 2) {
+      while (rows_per_group < 1024 && spec.shape[0] % (rows_per_group * 2) == 0) rows_per_group *= 2;
+    }
+    t.group_size = static_cast<uint32_t>(spec.ndim == 2 ? rows_per_group * spec.shape[1] : spec.numel());
+    parts.tensors.push_back(std::move(t));
+  }
+  return parts;
 }
 
 // Rewrites tensor t as f16, first rounding every value to a multiple of 2^-10 in [-2, 2), which

@@ -1,6 +1,5 @@
-// attention-cli analyze: tokenize a sentence with the model's own vocabulary, run the encoder
-// and print every head's attention, the rollout and the head profiles, as the JSON object of
-// DESIGN.md (--json) or as a readable summary.
+// attention-cli analyze: the core's AnalyzeText on one text, printed as the JSON object of the
+// result schema (--json; docs/ARCHITECTURE.md) or as a readable summary.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -14,9 +13,6 @@
 #include "cli/commands.h"
 #include "cli/json.h"
 #include "core/analysis.h"
-#include "core/encoder.h"
-#include "core/model_file.h"
-#include "core/tokenizer.h"
 
 namespace attn::cli {
 namespace {
@@ -108,17 +104,18 @@ void WriteMatrix(FILE* out, const ConstMatrixMap& m) {
   std::fputc(']', out);
 }
 
-void WriteJson(FILE* out, const Model& model, const Encoding& encoding, const Activations& a,
-               const RowMajorMatrix& rollout, const std::vector<HeadProfile>& profiles) {
+void WriteJson(FILE* out, const Model& model, const SentenceAnalysis& analysis) {
   const ModelConfig& c = model.config();
+  const Activations& a = analysis.activations;
   std::fputs("{\"model\":{\"name\":", out);
   WriteJsonString(out, model.name());
   std::fprintf(out, ",\"layers\":%u,\"heads\":%u,\"hidden\":%u,\"vocab_size\":%u,\"precision\":",
                c.num_hidden_layers, c.num_attention_heads, c.hidden_size, c.vocab_size);
   WriteJsonString(out, model.precision());
   std::fputs("},\"tokens\":", out);
-  WriteJsonTokens(out, encoding.tokens);
-  std::fprintf(out, ",\"truncated\":%s,\"attention\":[", encoding.truncated ? "true" : "false");
+  WriteJsonTokens(out, analysis.encoding.tokens);
+  std::fprintf(out, ",\"truncated\":%s,\"full_length\":%d,\"attention\":[",
+               analysis.encoding.truncated ? "true" : "false", analysis.encoding.full_length);
   for (int32_t l = 0; l < a.layers; ++l) {
     std::fputs(l ? ",[" : "[", out);
     for (int32_t h = 0; h < a.heads; ++h) {
@@ -128,24 +125,11 @@ void WriteJson(FILE* out, const Model& model, const Encoding& encoding, const Ac
     std::fputc(']', out);
   }
   std::fputs("],\"rollout\":", out);
+  const RowMajorMatrix& rollout = analysis.rollout;
   WriteMatrix(out, ConstMatrixMap(rollout.data(), rollout.rows(), rollout.cols()));
-  std::fputs(",\"head_profiles\":[", out);
-  for (size_t k = 0; k < profiles.size(); ++k) {
-    const HeadProfile& p = profiles[k];
-    std::fprintf(out,
-                 "%s{\"layer\":%d,\"head\":%d,\"label\":", k ? "," : "",
-                 static_cast<int>(k / static_cast<size_t>(a.heads)),
-                 static_cast<int>(k % static_cast<size_t>(a.heads)));
-    WriteJsonString(out, HeadLabelName(p.Label()));
-    std::fprintf(out,
-                 ",\"previous_token\":%.6g,\"next_token\":%.6g,\"cls\":%.6g,\"sep\":%.6g,"
-                 "\"self\":%.6g,\"punctuation\":%.6g,\"mean_entropy\":%.6g,"
-                 "\"mean_normalized_entropy\":%.6g,\"mean_ratio_to_uniform\":%.6g}",
-                 p.Fraction(p.previous_token), p.Fraction(p.next_token), p.Fraction(p.cls),
-                 p.Fraction(p.sep), p.Fraction(p.self), p.Fraction(p.punctuation), p.mean_entropy(),
-                 p.mean_normalized_entropy(), p.mean_ratio_to_uniform());
-  }
-  std::fputs("]}\n", out);
+  std::fputs(",\"head_profiles\":", out);
+  WriteJsonHeadProfiles(out, analysis.head_profiles, a.heads);
+  std::fputs("}\n", out);
 }
 
 void WriteBarRow(FILE* out, const std::vector<Token>& tokens, const float* row) {
@@ -161,10 +145,12 @@ void WriteBarRow(FILE* out, const std::vector<Token>& tokens, const float* row) 
                static_cast<double>(stats.ratio_to_uniform), static_cast<double>(stats.entropy));
 }
 
-void WriteSummary(FILE* out, const Model& model, const Encoding& encoding, const Activations& a,
-                  const RowMajorMatrix& rollout, const std::vector<HeadProfile>& profiles,
+void WriteSummary(FILE* out, const Model& model, const SentenceAnalysis& analysis,
                   const Options& options) {
   const ModelConfig& c = model.config();
+  const Encoding& encoding = analysis.encoding;
+  const Activations& a = analysis.activations;
+  const std::vector<HeadProfile>& profiles = analysis.head_profiles;
   std::fprintf(out, "model: %s (%u layers, %u heads, hidden %u, vocab %u, %s)\n",
                model.name().c_str(), c.num_hidden_layers, c.num_attention_heads, c.hidden_size,
                c.vocab_size, model.precision().c_str());
@@ -189,7 +175,8 @@ void WriteSummary(FILE* out, const Model& model, const Encoding& encoding, const
     WriteBarRow(out, encoding.tokens, a.AttentionRow(options.layer, options.head, options.word));
     std::fprintf(out, "\nrow %d of the attention rollout (residual weight %.2f):\n", options.word,
                  options.residual);
-    WriteBarRow(out, encoding.tokens, rollout.data() + static_cast<size_t>(options.word) * a.tokens);
+    WriteBarRow(out, encoding.tokens,
+                analysis.rollout.data() + static_cast<size_t>(options.word) * a.tokens);
   }
 }
 
@@ -198,50 +185,33 @@ void WriteSummary(FILE* out, const Model& model, const Encoding& encoding, const
 int RunAnalyze(int argc, char** argv) {
   Options options;
   if (int code = ParseOptions(argc, argv, &options)) return code;
-  std::unique_ptr<Model> model;
-  Status status = Model::FromFile(options.model_path, &model);
-  Vocab vocab;
-  if (status.ok()) status = Vocab::FromText(model->vocab_text(), &vocab);
-  Tokenizer tokenizer;
-  if (status.ok()) status = Tokenizer::Create(std::move(vocab), &tokenizer);
+  std::unique_ptr<LoadedModel> loaded;
+  Status status = LoadedModel::FromFile(options.model_path, &loaded);
+  AnalysisOptions analysis_options;
+  analysis_options.residual_weight = options.residual;
+  SentenceAnalysis analysis;
+  if (status.ok()) status = AnalyzeText(*loaded, options.text, analysis_options, &analysis);
   if (!status.ok()) {
     std::fprintf(stderr, "attention-cli analyze: %s\n", status.message().c_str());
     return 1;
   }
-  const int32_t max_length = static_cast<int32_t>(
-      std::min<uint32_t>(model->config().max_position_embeddings, Tokenizer::kDefaultMaxLength));
-  const Encoding encoding = tokenizer.Encode(options.text, max_length);
-  std::vector<int32_t> ids;
-  for (const Token& t : encoding.tokens) ids.push_back(t.id);
-
-  Encoder encoder(*model);
-  Activations activations;
-  status = encoder.Forward(ids, &activations);
-  std::vector<HeadProfile> profiles;
-  if (status.ok()) {
-    status = AccumulateHeadProfiles(activations, TokenRoles(encoding.tokens, tokenizer), &profiles);
-  }
-  if (!status.ok()) {
-    std::fprintf(stderr, "attention-cli analyze: %s\n", status.message().c_str());
-    return 1;
-  }
+  const Model& model = loaded->model();
   if (!options.json && options.word >= 0) {
-    const ModelConfig& c = model->config();
+    const ModelConfig& c = model.config();
     if (options.layer < 0 || options.layer >= static_cast<int>(c.num_hidden_layers) ||
         options.head < 0 || options.head >= static_cast<int>(c.num_attention_heads) ||
-        options.word >= activations.tokens) {
+        options.word >= analysis.tokens()) {
       std::fprintf(stderr,
                    "attention-cli analyze: --layer must be in [0, %u), --head in [0, %u) and "
                    "--word in [0, %d) for this model and text.\n",
-                   c.num_hidden_layers, c.num_attention_heads, activations.tokens);
+                   c.num_hidden_layers, c.num_attention_heads, analysis.tokens());
       return 2;
     }
   }
-  const RowMajorMatrix rollout = Rollout(activations, options.residual);
   if (options.json) {
-    WriteJson(stdout, *model, encoding, activations, rollout, profiles);
+    WriteJson(stdout, model, analysis);
   } else {
-    WriteSummary(stdout, *model, encoding, activations, rollout, profiles, options);
+    WriteSummary(stdout, model, analysis, options);
   }
   return std::fflush(stdout) == 0 ? 0 : 1;
 }

@@ -26,9 +26,6 @@
 #include "cli/commands.h"
 #include "cli/json.h"
 #include "core/analysis.h"
-#include "core/encoder.h"
-#include "core/model_file.h"
-#include "core/tokenizer.h"
 
 namespace attn::cli {
 namespace {
@@ -91,8 +88,10 @@ int32_t ArgMax(const float* values, int32_t count) {
   return static_cast<int32_t>(std::max_element(values, values + count) - values);
 }
 
-void AddAttention(const Activations& reference, const Activations& candidate, int sentence,
-                  Comparison* c) {
+void AddAttention(const SentenceAnalysis& want_analysis, const SentenceAnalysis& got_analysis,
+                  int sentence, Comparison* c) {
+  const Activations& reference = want_analysis.activations;
+  const Activations& candidate = got_analysis.activations;
   const int32_t n = reference.tokens;
   for (int32_t l = 0; l < reference.layers; ++l) {
     for (int32_t h = 0; h < reference.heads; ++h) {
@@ -116,10 +115,9 @@ void AddAttention(const Activations& reference, const Activations& candidate, in
       }
     }
   }
-  const RowMajorMatrix want = Rollout(reference);
-  const RowMajorMatrix got = Rollout(candidate);
-  c->rollout_max_abs = std::max(c->rollout_max_abs,
-                                static_cast<double>((want - got).cwiseAbs().maxCoeff()));
+  c->rollout_max_abs = std::max(
+      c->rollout_max_abs,
+      static_cast<double>((want_analysis.rollout - got_analysis.rollout).cwiseAbs().maxCoeff()));
 }
 
 void WriteResult(FILE* out, const std::string& path, const Model& model, size_t sentences,
@@ -151,6 +149,23 @@ void WriteResult(FILE* out, const std::string& path, const Model& model, size_t 
 
 }  // namespace
 
+namespace {
+
+// The masked-LM head's top-1 entry at each masked position of an analysis.
+Status TopOnes(const LoadedModel& model, const SentenceAnalysis& analysis,
+               const std::vector<int32_t>& positions, std::vector<int32_t>* ids) {
+  ids->clear();
+  std::vector<Prediction> best;
+  for (int32_t p : positions) {
+    Status status = model.TopPredictions(analysis, p, 1, &best);
+    if (!status.ok()) return status;
+    ids->push_back(best[0].id);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 int RunCompare(int argc, char** argv) {
   Options options;
   if (int code = ParseOptions(argc, argv, &options)) return code;
@@ -159,29 +174,24 @@ int RunCompare(int argc, char** argv) {
     return 1;
   };
 
-  std::unique_ptr<Model> reference;
-  Status status = Model::FromFile(options.reference_path, &reference);
+  std::unique_ptr<LoadedModel> reference;
+  Status status = LoadedModel::FromFile(options.reference_path, &reference);
   if (!status.ok()) return fail(status.message());
-  std::vector<std::unique_ptr<Model>> models(options.model_paths.size());
+  std::vector<std::unique_ptr<LoadedModel>> models(options.model_paths.size());
   for (size_t k = 0; k < models.size(); ++k) {
-    status = Model::FromFile(options.model_paths[k], &models[k]);
+    status = LoadedModel::FromFile(options.model_paths[k], &models[k]);
     if (!status.ok()) return fail(status.message());
-    const ModelConfig& a = reference->config();
-    const ModelConfig& b = models[k]->config();
+    const ModelConfig& a = reference->model().config();
+    const ModelConfig& b = models[k]->model().config();
     if (a.vocab_size != b.vocab_size || a.hidden_size != b.hidden_size ||
         a.num_hidden_layers != b.num_hidden_layers || a.num_attention_heads != b.num_attention_heads ||
         a.intermediate_size != b.intermediate_size ||
         a.max_position_embeddings != b.max_position_embeddings ||
-        models[k]->vocab_text() != reference->vocab_text()) {
+        models[k]->model().vocab_text() != reference->model().vocab_text()) {
       return fail(options.model_paths[k] + " has another config or vocabulary than the reference " +
                   options.reference_path + "; compare only precisions of the same model");
     }
   }
-  Vocab vocab;
-  status = Vocab::FromText(reference->vocab_text(), &vocab);
-  Tokenizer tokenizer;
-  if (status.ok()) status = Tokenizer::Create(std::move(vocab), &tokenizer);
-  if (!status.ok()) return fail(status.message());
 
   std::ifstream in(options.sentences_path);
   if (!in) return fail("cannot open sentences file '" + options.sentences_path + "'");
@@ -191,59 +201,50 @@ int RunCompare(int argc, char** argv) {
   }
   if (sentences.empty()) return fail("no sentences in '" + options.sentences_path + "'");
 
-  const bool masked_lm = reference->weights().has_masked_lm_head &&
+  const bool masked_lm = reference->model().weights().has_masked_lm_head &&
                          std::all_of(models.begin(), models.end(), [](const auto& m) {
-                           return m->weights().has_masked_lm_head;
+                           return m->model().weights().has_masked_lm_head;
                          });
-  const int32_t max_length = static_cast<int32_t>(
-      std::min<uint32_t>(reference->config().max_position_embeddings, Tokenizer::kDefaultMaxLength));
-  Encoder reference_encoder(*reference);
-  std::vector<std::unique_ptr<Encoder>> encoders;
-  for (const auto& m : models) encoders.push_back(std::make_unique<Encoder>(*m));
   std::vector<Comparison> results(models.size());
-  Activations want, got;
-  std::vector<float> want_logits, got_logits;
-  std::vector<int32_t> ids;
+  // Attention and rollout only: the statistics and profiles are not compared.
+  AnalysisOptions plain;
+  plain.outputs = 0;
+  SentenceAnalysis want, got;
+  std::vector<int32_t> want_top1, got_top1;
+  auto on_sentence = [](size_t s, const Status& status) {
+    return "sentence " + std::to_string(s + 1) + ": " + status.message();
+  };
   for (size_t s = 0; s < sentences.size(); ++s) {
-    const Encoding encoding = tokenizer.Encode(sentences[s], max_length);
-    ids.clear();
-    for (const Token& t : encoding.tokens) ids.push_back(t.id);
-    status = reference_encoder.Forward(ids, &want);
-    if (!status.ok()) return fail("sentence " + std::to_string(s + 1) + ": " + status.message());
+    status = AnalyzeText(*reference, sentences[s], plain, &want);
+    if (!status.ok()) return fail(on_sentence(s, status));
     for (size_t k = 0; k < models.size(); ++k) {
-      status = encoders[k]->Forward(ids, &got);
-      if (!status.ok()) return fail("sentence " + std::to_string(s + 1) + ": " + status.message());
+      status = AnalyzeText(*models[k], sentences[s], plain, &got);
+      if (!status.ok()) return fail(on_sentence(s, status));
       AddAttention(want, got, static_cast<int>(s), &results[k]);
     }
     if (!masked_lm) continue;
 
-    std::vector<int32_t> masked_positions;
-    for (int32_t p = 1; p + 1 < static_cast<int32_t>(ids.size()); ++p) {
-      if (p % options.mask_every == options.mask_every / 2) masked_positions.push_back(p);
+    AnalysisOptions masked = plain;
+    for (int32_t p = 1; p + 1 < want.tokens(); ++p) {
+      if (p % options.mask_every == options.mask_every / 2) masked.masked_positions.push_back(p);
     }
-    if (masked_positions.empty()) continue;
-    for (int32_t p : masked_positions) ids[static_cast<size_t>(p)] = tokenizer.mask_id();
-    status = reference_encoder.Forward(ids, &want);
-    std::vector<int32_t> want_top1;
-    for (int32_t p : masked_positions) {
-      if (status.ok()) status = reference_encoder.MaskedLmLogits(want, p, &want_logits);
-      if (!status.ok()) return fail(status.message());
-      want_top1.push_back(ArgMax(want_logits.data(), static_cast<int32_t>(want_logits.size())));
-    }
+    if (masked.masked_positions.empty()) continue;
+    status = AnalyzeText(*reference, sentences[s], masked, &want);
+    if (status.ok()) status = TopOnes(*reference, want, masked.masked_positions, &want_top1);
+    if (!status.ok()) return fail(on_sentence(s, status));
     for (size_t k = 0; k < models.size(); ++k) {
-      status = encoders[k]->Forward(ids, &got);
-      for (size_t m = 0; m < masked_positions.size(); ++m) {
-        if (status.ok()) status = encoders[k]->MaskedLmLogits(got, masked_positions[m], &got_logits);
-        if (!status.ok()) return fail(status.message());
+      status = AnalyzeText(*models[k], sentences[s], masked, &got);
+      if (status.ok()) status = TopOnes(*models[k], got, masked.masked_positions, &got_top1);
+      if (!status.ok()) return fail(on_sentence(s, status));
+      for (size_t m = 0; m < want_top1.size(); ++m) {
         results[k].masked_positions += 1;
-        if (ArgMax(got_logits.data(), static_cast<int32_t>(got_logits.size())) == want_top1[m]) {
-          results[k].masked_agreements += 1;
-        }
+        results[k].masked_agreements += got_top1[m] == want_top1[m];
       }
     }
   }
   for (size_t k = 0; k < models.size(); ++k) {
-    WriteResult(stdout, options.model_paths[k], *models[k], sentences.size(), masked_lm, results[k]);
+    WriteResult(stdout, options.model_paths[k], models[k]->model(), sentences.size(), masked_lm,
+                results[k]);
   }
   return std::fflush(stdout) == 0 ? 0 : 1;
 }

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/analysis.h"
 #include "core/tokenizer.h"
 
 namespace attn::cli {
@@ -31,7 +32,8 @@ inline void WriteJsonString(FILE* out, std::string_view s) {
 // Floats with enough digits to round-trip a float32 exactly.
 inline void WriteJsonFloat(FILE* out, float v) { std::fprintf(out, "%.9g", static_cast<double>(v)); }
 
-// The "tokens" array of the CLI's JSON (DESIGN.md): [{"id","text","start","end","word"}, ...].
+// The "tokens" array of the result schema (docs/ARCHITECTURE.md):
+// [{"id","text","start","end","word"}, ...].
 inline void WriteJsonTokens(FILE* out, const std::vector<Token>& tokens) {
   std::fputc('[', out);
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -39,6 +41,27 @@ inline void WriteJsonTokens(FILE* out, const std::vector<Token>& tokens) {
     std::fprintf(out, "%s{\"id\":%d,\"text\":", i ? "," : "", t.id);
     WriteJsonString(out, t.text);
     std::fprintf(out, ",\"start\":%d,\"end\":%d,\"word\":%d}", t.start, t.end, t.word);
+  }
+  std::fputc(']', out);
+}
+
+// The "head_profiles" array of the result schema: one object per head, layer-major, with the
+// fractions of rows whose argmax is each category and the mean row statistics.
+inline void WriteJsonHeadProfiles(FILE* out, const std::vector<HeadProfile>& profiles, int heads) {
+  std::fputc('[', out);
+  for (size_t k = 0; k < profiles.size(); ++k) {
+    const HeadProfile& p = profiles[k];
+    std::fprintf(out, "%s{\"layer\":%d,\"head\":%d,\"label\":", k ? "," : "",
+                 static_cast<int>(k / static_cast<size_t>(heads)),
+                 static_cast<int>(k % static_cast<size_t>(heads)));
+    WriteJsonString(out, HeadLabelName(p.Label()));
+    std::fprintf(out,
+                 ",\"previous_token\":%.6g,\"next_token\":%.6g,\"cls\":%.6g,\"sep\":%.6g,"
+                 "\"self\":%.6g,\"punctuation\":%.6g,\"mean_entropy\":%.6g,"
+                 "\"mean_normalized_entropy\":%.6g,\"mean_ratio_to_uniform\":%.6g}",
+                 p.Fraction(p.previous_token), p.Fraction(p.next_token), p.Fraction(p.cls),
+                 p.Fraction(p.sep), p.Fraction(p.self), p.Fraction(p.punctuation), p.mean_entropy(),
+                 p.mean_normalized_entropy(), p.mean_ratio_to_uniform());
   }
   std::fputc(']', out);
 }

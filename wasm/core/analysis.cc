@@ -1,8 +1,11 @@
-// Row statistics, head average, rollout and head profiles (see analysis.h for the rules).
+// Row statistics, head average, rollout and head profiles (see analysis.h for the rules), and
+// AnalyzeText, which runs them all for one text.
 #include "core/analysis.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <string>
 
 #include <Eigen/Core>
@@ -26,6 +29,27 @@ RowStats ComputeRowStats(const float* row, int32_t n) {
   stats.normalized_entropy =
       n > 1 ? static_cast<float>(stats.entropy / std::log(static_cast<double>(n))) : 0.0f;
   return stats;
+}
+
+const char* RowStatName(RowStatField field) {
+  switch (field) {
+    case RowStatField::kMax: return "max";
+    case RowStatField::kArgmax: return "argmax";
+    case RowStatField::kRatioToUniform: return "ratio_to_uniform";
+    case RowStatField::kEntropy: return "entropy";
+    case RowStatField::kNormalizedEntropy: return "normalized_entropy";
+    case RowStatField::kSum: return "sum";
+  }
+  return "";
+}
+
+void PackRowStats(const RowStats& stats, float* out) {
+  out[static_cast<int>(RowStatField::kMax)] = stats.max;
+  out[static_cast<int>(RowStatField::kArgmax)] = static_cast<float>(stats.argmax);
+  out[static_cast<int>(RowStatField::kRatioToUniform)] = stats.ratio_to_uniform;
+  out[static_cast<int>(RowStatField::kEntropy)] = stats.entropy;
+  out[static_cast<int>(RowStatField::kNormalizedEntropy)] = stats.normalized_entropy;
+  out[static_cast<int>(RowStatField::kSum)] = stats.sum;
 }
 
 std::vector<RowStats> ComputeRowStats(const Activations& activations, int32_t layer, int32_t head) {
@@ -91,6 +115,16 @@ std::vector<TokenRole> TokenRoles(const std::vector<Token>& tokens, const Tokeni
     roles.push_back(role);
   }
   return roles;
+}
+
+const char* TokenRoleName(TokenRole role) {
+  switch (role) {
+    case TokenRole::kOrdinary: return "ordinary";
+    case TokenRole::kCls: return "cls";
+    case TokenRole::kSep: return "sep";
+    case TokenRole::kPunctuation: return "punctuation";
+  }
+  return "ordinary";
 }
 
 const char* HeadLabelName(HeadLabel label) {
@@ -162,6 +196,121 @@ Status AccumulateHeadProfiles(const Activations& activations, const std::vector<
           activations.Attention(l, h).data(), activations.tokens, roles);
       if (!status.ok()) return status;
     }
+  }
+  return Status::Ok();
+}
+
+Status LoadedModel::FromModel(std::unique_ptr<Model> model, std::unique_ptr<LoadedModel>* out) {
+  Vocab vocab;
+  Status status = Vocab::FromText(model->vocab_text(), &vocab);
+  if (!status.ok()) return status;
+  std::unique_ptr<LoadedModel> loaded(new LoadedModel());
+  status = Tokenizer::Create(std::move(vocab), &loaded->tokenizer_);
+  if (!status.ok()) return status;
+  loaded->model_ = std::move(model);
+  // A model whose longest sentence could not be analysed is refused now, not on the reader's
+  // first long sentence.
+  const uint64_t floats = Encoder::ActivationFloats(loaded->model_->config(), loaded->MaxLength(0));
+  if (floats > MemoryBudget::kMaxActivationFloats) {
+    return Status::Error("a sentence of " + std::to_string(loaded->MaxLength(0)) +
+                         " tokens needs " + CountString(floats) +
+                         " activation values in this model, more than this build allows (" +
+                         CountString(MemoryBudget::kMaxActivationFloats) +
+                         "); the model is too large for this engine");
+  }
+  loaded->encoder_ = std::make_unique<Encoder>(*loaded->model_);
+  *out = std::move(loaded);
+  return Status::Ok();
+}
+
+Status LoadedModel::FromBuffer(const uint8_t* data, size_t size, std::unique_ptr<LoadedModel>* out) {
+  std::unique_ptr<Model> model;
+  Status status = Model::FromBuffer(data, size, &model);
+  return status.ok() ? FromModel(std::move(model), out) : status;
+}
+
+Status LoadedModel::FromFile(const std::string& path, std::unique_ptr<LoadedModel>* out) {
+  std::unique_ptr<Model> model;
+  Status status = Model::FromFile(path, &model);
+  return status.ok() ? FromModel(std::move(model), out) : status;
+}
+
+int32_t LoadedModel::MaxLength(int32_t requested) const {
+  const int32_t limit = static_cast<int32_t>(std::min<uint32_t>(
+      model_->config().max_position_embeddings, static_cast<uint32_t>(Tokenizer::kDefaultMaxLength)));
+  return requested <= 0 || requested > limit ? limit : requested;
+}
+
+Status LoadedModel::TopPredictions(const SentenceAnalysis& analysis, int32_t position, int32_t k,
+                                   std::vector<Prediction>* out) const {
+  std::vector<float> logits;
+  Status status = encoder_->MaskedLmLogits(analysis.activations, position, &logits);
+  if (!status.ok()) return status;
+  std::vector<int32_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  k = std::max(1, std::min<int32_t>(k, static_cast<int32_t>(order.size())));
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
+    return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)];
+  });
+  // The softmax's normaliser in double, shifted by the largest logit.
+  const double max_logit = logits[static_cast<size_t>(order[0])];
+  double total = 0;
+  for (float z : logits) total += std::exp(static_cast<double>(z) - max_logit);
+  out->clear();
+  for (int32_t i = 0; i < k; ++i) {
+    const int32_t id = order[static_cast<size_t>(i)];
+    out->push_back({id, tokenizer_.vocab().piece(id),
+                    std::exp(static_cast<double>(logits[static_cast<size_t>(id)]) - max_logit) / total});
+  }
+  return Status::Ok();
+}
+
+Status AnalyzeText(LoadedModel& model, std::string_view text, const AnalysisOptions& options,
+                   SentenceAnalysis* out) {
+  if (!(options.residual_weight >= 0.0 && options.residual_weight <= 1.0)) {
+    return Status::Error("the rollout residual weight must be in [0, 1], got " +
+                         std::to_string(options.residual_weight));
+  }
+  const Tokenizer& tokenizer = model.tokenizer();
+  out->outputs = options.outputs;
+  out->encoding = tokenizer.Encode(text, model.MaxLength(options.max_length));
+  const std::vector<Token>& tokens = out->encoding.tokens;
+  const int32_t n = static_cast<int32_t>(tokens.size());
+
+  std::vector<int32_t> ids(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) ids[i] = tokens[i].id;
+  for (int32_t p : options.masked_positions) {
+    if (p <= 0 || p >= n - 1) {
+      return Status::Error("cannot mask position " + std::to_string(p) + ": " +
+                           (n > 2 ? "the text's tokens are at 1 to " + std::to_string(n - 2)
+                                  : std::string("the text has no tokens")) +
+                           " ([CLS] and [SEP] cannot be masked)");
+    }
+    ids[static_cast<size_t>(p)] = tokenizer.mask_id();
+  }
+  Status status = model.encoder().Forward(ids, &out->activations);
+  if (!status.ok()) return status;
+  const Activations& a = out->activations;
+
+  out->roles = TokenRoles(tokens, tokenizer);
+  out->rollout = Rollout(a, options.residual_weight);
+
+  out->row_stats.clear();
+  if (options.outputs & kOutputRowStats) {
+    out->row_stats.resize(static_cast<size_t>(a.layers) * a.heads * n * kRowStatFields);
+    float* packed = out->row_stats.data();
+    for (int32_t l = 0; l < a.layers; ++l) {
+      for (int32_t h = 0; h < a.heads; ++h) {
+        for (int32_t i = 0; i < n; ++i, packed += kRowStatFields) {
+          PackRowStats(ComputeRowStats(a.AttentionRow(l, h, i), n), packed);
+        }
+      }
+    }
+  }
+  out->head_profiles.clear();
+  if (options.outputs & kOutputHeadProfiles) {
+    status = AccumulateHeadProfiles(a, out->roles, &out->head_profiles);
+    if (!status.ok()) return status;
   }
   return Status::Ok();
 }

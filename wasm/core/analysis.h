@@ -1,13 +1,17 @@
 // What the explainer computes from attention probabilities: per-row statistics, head-averaged
-// attention, attention rollout (Abnar & Zuidema 2020) and head profiles with a label.
-// n tokens, L layers, H heads.
+// attention, attention rollout (Abnar & Zuidema 2020) and head profiles with a label; and the
+// one path from text to all of it (LoadedModel, AnalyzeText) that the CLI and the bindings call.
+// n tokens, L layers, H heads, d model. docs/ARCHITECTURE.md describes the result schema.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/encoder.h"
+#include "core/model_file.h"
 #include "core/status.h"
 #include "core/tokenizer.h"
 
@@ -23,6 +27,13 @@ struct RowStats {
   float sum = 0;                 // should be 1 within 1e-6
 };
 RowStats ComputeRowStats(const float* row, int32_t n);
+
+// RowStats packed as kRowStatFields floats per row (argmax as a float), in this order; the
+// names are the result schema's, exported to JS so that the page reads the same order.
+enum class RowStatField : uint8_t { kMax, kArgmax, kRatioToUniform, kEntropy, kNormalizedEntropy, kSum };
+constexpr int kRowStatFields = 6;
+const char* RowStatName(RowStatField field);  // "max", "argmax", "ratio_to_uniform", ...
+void PackRowStats(const RowStats& stats, float* out);  // writes kRowStatFields floats
 // Every row of one head: (n).
 std::vector<RowStats> ComputeRowStats(const Activations& activations, int32_t layer, int32_t head);
 
@@ -41,6 +52,8 @@ RowMajorMatrix Rollout(const Activations& activations,
 
 // What each position is, for head profiles; the caller decides (from the tokenizer).
 enum class TokenRole : uint8_t { kOrdinary, kCls, kSep, kPunctuation };
+constexpr int kTokenRoles = 4;
+const char* TokenRoleName(TokenRole role);  // "ordinary", "cls", "sep", "punctuation"
 // [CLS] and [SEP] by id; punctuation when every code point of the piece is punctuation in
 // BERT's sense (the tokenizer splits punctuation into tokens of its own). (n)
 std::vector<TokenRole> TokenRoles(const std::vector<Token>& tokens, const Tokenizer& tokenizer);
@@ -59,6 +72,7 @@ std::vector<TokenRole> TokenRoles(const std::vector<Token>& tokens, const Tokeni
 //  3. mixed          otherwise.
 // The categories can overlap (row 1's previous token is [CLS]); each is counted on its own.
 enum class HeadLabel : uint8_t { kPreviousToken, kNextToken, kSink, kSelf, kPunctuation, kBroad, kMixed };
+constexpr int kHeadLabels = 7;
 const char* HeadLabelName(HeadLabel label);  // "previous-token", "next-token", "[CLS]/[SEP] sink",
                                              // "self", "punctuation", "broad", "mixed"
 
@@ -87,5 +101,80 @@ struct HeadProfile {
 // again with another sentence's activations to aggregate over many sentences.
 Status AccumulateHeadProfiles(const Activations& activations, const std::vector<TokenRole>& roles,
                               std::vector<HeadProfile>* profiles);
+
+// What AnalyzeText fills in beyond the tokens, attention and rollout, which it always does.
+// The forward pass computes hidden states, queries and keys in any case; the bits say which
+// of them a front end wants to hand on (they are the large per-token arrays).
+enum AnalysisOutput : uint32_t {
+  kOutputHiddenStates = 1u << 0,  // (L+1, n, d)
+  kOutputQueries = 1u << 1,       // (L, n, d)
+  kOutputKeys = 1u << 2,          // (L, n, d)
+  kOutputRowStats = 1u << 3,      // (L, H, n, kRowStatFields)
+  kOutputHeadProfiles = 1u << 4,  // (L * H)
+};
+constexpr uint32_t kDefaultOutputs = kOutputRowStats | kOutputHeadProfiles;
+
+struct AnalysisOptions {
+  // Positions the text may use, [CLS] and [SEP] included; <= 0 means the model's maximum
+  // (at most Tokenizer::kDefaultMaxLength). Longer texts are cut and marked truncated.
+  int32_t max_length = 0;
+  double residual_weight = kDefaultResidualWeight;  // rollout's r, in [0, 1]
+  uint32_t outputs = kDefaultOutputs;               // AnalysisOutput bits
+  // Token positions whose ids become [MASK] before the forward pass (never [CLS] or [SEP]);
+  // the tokens list keeps the typed pieces.
+  std::vector<int32_t> masked_positions;
+};
+
+// Everything one text's analysis yields; the arrays are flat and row-major.
+struct SentenceAnalysis {
+  Encoding encoding;             // tokens [CLS] ... [SEP], truncated, full_length
+  Activations activations;       // ids, attention (L, H, n, n), hidden states, queries, keys
+  std::vector<TokenRole> roles;  // (n)
+  RowMajorMatrix rollout;        // (n, n)
+  std::vector<float> row_stats;  // (L, H, n, kRowStatFields) when asked for
+  std::vector<HeadProfile> head_profiles;  // (L * H), index l * H + h, when asked for
+  uint32_t outputs = 0;          // the options' bits this analysis was made with
+
+  int32_t tokens() const { return activations.tokens; }
+};
+
+// One masked-LM prediction: a vocabulary entry and its softmax probability.
+struct Prediction {
+  int32_t id = 0;
+  std::string text;
+  double probability = 0;
+};
+
+// A model file with its vocabulary and tokenizer, and an encoder to run it: what every front
+// end loads once and analyses many texts with. Not thread-safe (the encoder reuses buffers).
+class LoadedModel {
+ public:
+  static Status FromBuffer(const uint8_t* data, size_t size, std::unique_ptr<LoadedModel>* out);
+  static Status FromFile(const std::string& path, std::unique_ptr<LoadedModel>* out);
+  static Status FromModel(std::unique_ptr<Model> model, std::unique_ptr<LoadedModel>* out);
+
+  const Model& model() const { return *model_; }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  Encoder& encoder() { return *encoder_; }
+  // The max_length AnalyzeText uses for an option's value.
+  int32_t MaxLength(int32_t requested) const;
+
+  // The masked-LM head's k most probable entries at one position of an analysis made with
+  // this model, best first. Fails when the model has no masked-LM head.
+  Status TopPredictions(const SentenceAnalysis& analysis, int32_t position, int32_t k,
+                        std::vector<Prediction>* out) const;
+
+ private:
+  LoadedModel() = default;
+  std::unique_ptr<Model> model_;
+  Tokenizer tokenizer_;
+  std::unique_ptr<Encoder> encoder_;
+};
+
+// The one path from text to everything the explainer shows: tokenize with the model's
+// vocabulary, run the forward pass, then rollout, row statistics and head profiles as
+// options.outputs asks. *out's buffers are reused from call to call.
+Status AnalyzeText(LoadedModel& model, std::string_view text, const AnalysisOptions& options,
+                   SentenceAnalysis* out);
 
 }  // namespace attn

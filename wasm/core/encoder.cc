@@ -114,66 +114,97 @@ double Encoder::ForwardFlops(const ModelConfig& c, int32_t n) {
   return c.num_hidden_layers * (dense + attention);
 }
 
-Status Encoder::Forward(const std::vector<int32_t>& ids, Activations* out) {
+uint64_t Encoder::ActivationFloats(const ModelConfig& c, int32_t n) {
+  const uint64_t tokens = n > 0 ? static_cast<uint64_t>(n) : 0;
+  const uint64_t L = c.num_hidden_layers, H = c.num_attention_heads, d = c.hidden_size;
+  const uint64_t f = c.intermediate_size;
+  // hidden states, attention, queries and keys, then the scratch: value, context, attention
+  // output (n, d) and intermediate (n, f). ConfigLimits keep every product below 2^62.
+  return (L + 1) * tokens * d + L * H * tokens * tokens + 2 * L * tokens * d + 3 * tokens * d +
+         tokens * f;
+}
+
+Status Encoder::CheckIds(const std::vector<int32_t>& ids) const {
   const ModelConfig& c = model_.config();
-  const Weights& w = model_.weights();
-  const Index n = static_cast<Index>(ids.size());
-  if (n == 0) return Status::Error("no tokens to encode: give at least [CLS] and [SEP]");
-  if (n > static_cast<Index>(c.max_position_embeddings)) {
-    return Status::Error("sentence has " + std::to_string(n) + " tokens, more than the model's " +
-                         std::to_string(c.max_position_embeddings) +
-                         " positions; shorten the text");
+  if (ids.empty()) return Status::Error("no tokens to encode: give at least [CLS] and [SEP]");
+  if (ids.size() > c.max_position_embeddings) {
+    return Status::Error("sentence has " + std::to_string(ids.size()) +
+                         " tokens, more than the model's " +
+                         std::to_string(c.max_position_embeddings) + " positions; shorten the text");
   }
-  for (Index i = 0; i < n; ++i) {
+  const uint64_t floats = ActivationFloats(c, static_cast<int32_t>(ids.size()));
+  if (floats > MemoryBudget::kMaxActivationFloats) {
+    return Status::Error("a forward pass over " + std::to_string(ids.size()) +
+                         " tokens of this model needs " + CountString(floats) +
+                         " activation values, more than this build allows (" +
+                         CountString(MemoryBudget::kMaxActivationFloats) + "); shorten the text");
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || static_cast<uint32_t>(ids[i]) >= c.vocab_size) {
       return Status::Error("token id " + std::to_string(ids[i]) + " at position " +
                            std::to_string(i) + " is outside the vocabulary [0, " +
                            std::to_string(c.vocab_size) + "); tokenize with this model's vocabulary");
     }
   }
-  const Index L = c.num_hidden_layers, H = c.num_attention_heads, d = c.hidden_size;
-  const Index f = c.intermediate_size;
-  Activations& a = *out;
-  a.layers = static_cast<int32_t>(L);
-  a.heads = static_cast<int32_t>(H);
-  a.tokens = static_cast<int32_t>(n);
-  a.hidden = static_cast<int32_t>(d);
-  a.ids = ids;
-  a.hidden_states.resize(static_cast<size_t>((L + 1) * n * d));
-  a.attention_probs.resize(static_cast<size_t>(L * H * n * n));
-  a.queries.resize(static_cast<size_t>(L * n * d));
-  a.keys.resize(static_cast<size_t>(L * n * d));
-  value_.resize(n, d);
-  context_.resize(n, d);
-  attention_out_.resize(n, d);
-  intermediate_.resize(n, f);
+  return Status::Ok();
+}
 
-  // Embeddings: word + position + token type 0, then LayerNorm.
-  MatrixMap embeddings(a.hidden_states.data(), n, d);  // (n, d)
-  for (Index i = 0; i < n; ++i) {
-    embeddings.row(i) = w.word_embeddings.row(ids[i]) + w.position_embeddings.row(i) +
-                        w.token_type_embeddings.row(0);
+void Encoder::Resize(int32_t n, Activations* out) {
+  const ModelConfig& c = model_.config();
+  const size_t L = c.num_hidden_layers, H = c.num_attention_heads, d = c.hidden_size;
+  const size_t tokens = static_cast<size_t>(n);
+  out->layers = static_cast<int32_t>(L);
+  out->heads = static_cast<int32_t>(H);
+  out->tokens = n;
+  out->hidden = static_cast<int32_t>(d);
+  out->hidden_states.resize((L + 1) * tokens * d);
+  out->attention_probs.resize(L * H * tokens * tokens);
+  out->queries.resize(L * tokens * d);
+  out->keys.resize(L * tokens * d);
+  value_.resize(n, static_cast<Index>(d));
+  context_.resize(n, static_cast<Index>(d));
+  attention_out_.resize(n, static_cast<Index>(d));
+  intermediate_.resize(n, static_cast<Index>(c.intermediate_size));
+}
+
+void Encoder::Embed(const std::vector<int32_t>& ids, MatrixMap x) const {
+  const Weights& w = model_.weights();
+  for (Index i = 0; i < x.rows(); ++i) {
+    x.row(i) = w.word_embeddings.row(ids[static_cast<size_t>(i)]) + w.position_embeddings.row(i) +
+               w.token_type_embeddings.row(0);
   }
-  LayerNorm(embeddings, w.embeddings_norm_weight, w.embeddings_norm_bias, c.layer_norm_eps);
+  LayerNorm(x, w.embeddings_norm_weight, w.embeddings_norm_bias, model_.config().layer_norm_eps);
+}
 
-  for (Index l = 0; l < L; ++l) {
-    const LayerWeights& lw = w.layers[static_cast<size_t>(l)];
+void Encoder::FeedForward(const LayerWeights& w, const RowMajorMatrix& x, MatrixMap y) {
+  intermediate_.noalias() = x * w.intermediate_weight.transpose();
+  intermediate_.rowwise() += w.intermediate_bias.transpose();
+  Gelu(intermediate_.data(), static_cast<size_t>(intermediate_.size()));
+  y.noalias() = intermediate_ * w.output_weight.transpose();
+  y.rowwise() += w.output_bias.transpose();
+  AddLayerNorm(y, x, w.output_norm_weight, w.output_norm_bias, model_.config().layer_norm_eps);
+}
+
+Status Encoder::Forward(const std::vector<int32_t>& ids, Activations* out) {
+  Status status = CheckIds(ids);
+  if (!status.ok()) return status;
+  const Index n = static_cast<Index>(ids.size());
+  Resize(static_cast<int32_t>(n), out);
+  Activations& a = *out;
+  a.ids = ids;
+  const Index H = a.heads, d = a.hidden;
+  const float eps = model_.config().layer_norm_eps;
+  Embed(ids, MatrixMap(a.hidden_states.data(), n, d));
+  for (Index l = 0; l < a.layers; ++l) {
+    const LayerWeights& w = model_.weights().layers[static_cast<size_t>(l)];
     const ConstMatrixMap x(a.hidden_states.data() + l * n * d, n, d);  // (n, d)
-    MatrixMap y(a.hidden_states.data() + (l + 1) * n * d, n, d);       // (n, d)
-    MatrixMap query(a.queries.data() + l * n * d, n, d);
-    MatrixMap key(a.keys.data() + l * n * d, n, d);
-    SelfAttention(lw, x, static_cast<int32_t>(H), query, key, value_,
+    SelfAttention(w, x, static_cast<int32_t>(H), MatrixMap(a.queries.data() + l * n * d, n, d),
+                  MatrixMap(a.keys.data() + l * n * d, n, d), value_,
                   a.attention_probs.data() + l * H * n * n, context_);
-    attention_out_.noalias() = context_ * lw.attention_output_weight.transpose();
-    attention_out_.rowwise() += lw.attention_output_bias.transpose();
-    AddLayerNorm(attention_out_, x, lw.attention_output_norm_weight, lw.attention_output_norm_bias,
-                 c.layer_norm_eps);
-    intermediate_.noalias() = attention_out_ * lw.intermediate_weight.transpose();
-    intermediate_.rowwise() += lw.intermediate_bias.transpose();
-    Gelu(intermediate_.data(), static_cast<size_t>(intermediate_.size()));
-    y.noalias() = intermediate_ * lw.output_weight.transpose();
-    y.rowwise() += lw.output_bias.transpose();
-    AddLayerNorm(y, attention_out_, lw.output_norm_weight, lw.output_norm_bias, c.layer_norm_eps);
+    attention_out_.noalias() = context_ * w.attention_output_weight.transpose();
+    attention_out_.rowwise() += w.attention_output_bias.transpose();
+    AddLayerNorm(attention_out_, x, w.attention_output_norm_weight, w.attention_output_norm_bias, eps);
+    FeedForward(w, attention_out_, MatrixMap(a.hidden_states.data() + (l + 1) * n * d, n, d));
   }
   return Status::Ok();
 }
@@ -184,7 +215,7 @@ Status Encoder::MaskedLmLogits(const Activations& activations, int32_t position,
   const ModelConfig& c = model_.config();
   if (!w.has_masked_lm_head) {
     return Status::Error("this model file has no masked-LM head (cls.predictions.*); convert a "
-                         "BertForMaskedLM checkpoint with scripts/convert_model.py to get one");
+                         "BertForMaskedLM checkpoint with scripts/model/convert_model.py to get one");
   }
   if (activations.layers != static_cast<int32_t>(c.num_hidden_layers) ||
       activations.hidden != static_cast<int32_t>(c.hidden_size)) {

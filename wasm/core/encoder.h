@@ -64,18 +64,30 @@ class Encoder {
   Status MaskedLmLogits(const Activations& activations, int32_t position,
                         std::vector<float>* logits) const;
 
+  // Floats one forward pass over n tokens holds (activations and scratch), in 64 bits so that
+  // a hostile config cannot wrap it; Forward refuses n when this exceeds
+  // MemoryBudget::kMaxActivationFloats.
+  static uint64_t ActivationFloats(const ModelConfig& config, int32_t n);
+
   // Multiply-adds x 2 of one forward pass over n tokens: the dense layers and the two
   // attention products (the FLOP count the benchmark reports).
   static double ForwardFlops(const ModelConfig& config, int32_t n);
 
  private:
+  Status CheckIds(const std::vector<int32_t>& ids) const;
+  // Sizes *out and the scratch for n tokens (a no-op when n is unchanged).
+  void Resize(int32_t n, Activations* out);
+  // word + position + token type 0 embeddings, then LayerNorm, into x (n, d).
+  void Embed(const std::vector<int32_t>& ids, MatrixMap x) const;
+  // y = LayerNorm(GELU(x W_i^T + b_i) W_o^T + b_o + x) for one layer; x, y (n, d).
+  void FeedForward(const LayerWeights& w, const RowMajorMatrix& x, MatrixMap y);
+
   const Model& model_;
-  // Scratch sized once per call in Forward, reused by every layer.
-  RowMajorMatrix query_, key_, value_;  // (n, d)
-  RowMajorMatrix context_;              // (n, d)
-  RowMajorMatrix attention_out_;        // (n, d)
-  RowMajorMatrix intermediate_;         // (n, f)
-  RowMajorMatrix layer_out_;            // (n, d)
+  // Scratch sized once per sentence length in Resize, reused by every layer.
+  RowMajorMatrix value_;          // (n, d)
+  RowMajorMatrix context_;        // (n, d)
+  RowMajorMatrix attention_out_;  // (n, d)
+  RowMajorMatrix intermediate_;   // (n, f)
 };
 
 }  // namespace attn

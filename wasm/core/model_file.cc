@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <unordered_map>
@@ -17,10 +19,10 @@
 namespace attn {
 namespace {
 
-constexpr const char* kReconvert = "; re-convert the model with scripts/convert_model.py";
+constexpr const char* kReconvert = "; re-convert the model with scripts/model/convert_model.py";
 constexpr const char* kCopyAgain =
     "; the file is truncated or damaged: download or copy it again, or re-convert it with "
-    "scripts/convert_model.py";
+    "scripts/model/convert_model.py";
 
 uint32_t ReadU32(const uint8_t* p) {
   return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
@@ -258,11 +260,232 @@ Status Dequantise(const TensorInfo& info, const uint8_t* src, float* dst) {
       return Status::Error("tensor '" + info.spec.name + "': value at " + at + " is " +
                            (std::isnan(dst[i]) ? "NaN" : "infinite") +
                            "; the weights are broken: fix the checkpoint and re-convert it with "
-                           "scripts/convert_model.py");
+                           "scripts/model/convert_model.py");
     }
   }
   return Status::Ok();
 }
+
+// The five sections the header locates, in file order.
+enum SectionIndex { kName, kProvenance, kVocabulary, kTable, kData };
+
+struct Header {
+  ModelConfig config;
+  uint32_t num_tensors = 0;
+  uint32_t crc = 0;
+  Section sections[ModelFileFormat::kSectionCount];
+};
+
+// Magic, version, config, flags, reserved bytes, file size and checksum.
+Status ParseHeader(const uint8_t* data, size_t size, Header* h) {
+  using F = ModelFileFormat;
+  if (data == nullptr || size < F::kHeaderBytes) {
+    return Status::Error("model file is " + Num(size) + " bytes, shorter than its " +
+                         Num(F::kHeaderBytes) + "-byte header" + kCopyAgain);
+  }
+  if (std::memcmp(data + F::kMagicAt, F::kMagic, 8) != 0) {
+    return Status::Error(
+        "not a model file: the first 8 bytes are not the magic 'ATTNBERT'; give the .attn file "
+        "written by scripts/model/convert_model.py");
+  }
+  const uint32_t version = ReadU32(data + F::kVersionAt);
+  if (version != F::kVersion) {
+    return Status::Error("model file format version is " + Num(version) + ", expected " +
+                         Num(F::kVersion) +
+                         "; use the engine that matches the file or re-convert the model with "
+                         "this release's scripts/model/convert_model.py");
+  }
+  const uint32_t header_bytes = ReadU32(data + F::kHeaderBytesAt);
+  if (header_bytes != F::kHeaderBytes) {
+    return Status::Error("model file header size is " + Num(header_bytes) + ", expected " +
+                         Num(F::kHeaderBytes) + kCopyAgain);
+  }
+  ModelConfig& config = h->config;
+  uint32_t* const fields[] = {&config.vocab_size, &config.hidden_size, &config.num_hidden_layers,
+                              &config.num_attention_heads, &config.intermediate_size,
+                              &config.max_position_embeddings, &config.type_vocab_size};
+  for (size_t k = 0; k < 7; ++k) *fields[k] = ReadU32(data + F::kConfigAt + 4 * k);
+  config.layer_norm_eps = ReadF32(data + F::kConfigAt + 4 * 7);
+  Status status = ValidateConfig(config);
+  if (!status.ok()) return status;
+  h->num_tensors = ReadU32(data + F::kNumTensorsAt);
+  const uint32_t flags = ReadU32(data + F::kFlagsAt);
+  if (flags != 0) {
+    return Status::Error("model file flags are " + Num(flags) +
+                         ", expected 0 (no flags are defined in version 1)" + kCopyAgain);
+  }
+  for (uint32_t i = F::kReservedAt; i < F::kHeaderBytes; ++i) {
+    if (data[i] != 0) {
+      return Status::Error("model file header byte " + Num(i) +
+                           " (reserved) is not zero" + kCopyAgain);
+    }
+  }
+  const uint64_t file_size = ReadU64(data + F::kFileBytesAt);
+  if (file_size != size) {
+    return Status::Error("model file header says the file is " + Num(file_size) +
+                         " bytes, got " + Num(size) + kCopyAgain);
+  }
+  const uint32_t stored_crc = ReadU32(data + F::kCrcAt);
+  h->crc = Crc32(data + F::kHeaderBytes, size - F::kHeaderBytes);
+  if (h->crc != stored_crc) {
+    char got[16], want[16];
+    std::snprintf(got, sizeof got, "%08x", h->crc);
+    std::snprintf(want, sizeof want, "%08x", stored_crc);
+    return Status::Error(std::string("model file checksum mismatch: CRC-32 of bytes [256, end) is ") +
+                         got + ", the header says " + want + kCopyAgain);
+  }
+  const char* const names[] = {"name", "provenance", "vocabulary", "tensor table", "tensor data"};
+  for (uint32_t k = 0; k < F::kSectionCount; ++k) {
+    const uint8_t* p = data + F::kSectionsAt + 16 * k;
+    h->sections[k] = {names[k], ReadU64(p), ReadU64(p + 8)};
+  }
+  return Status::Ok();
+}
+
+// The sections lie inside the file in order without overlap; the table has one entry per
+// tensor; the texts are UTF-8; the vocabulary has vocab_size lines.
+Status CheckSections(const uint8_t* data, size_t size, const Header& h) {
+  using F = ModelFileFormat;
+  uint64_t previous_end = F::kHeaderBytes;
+  const char* previous_what = "header";
+  for (const Section& s : h.sections) {
+    if (s.offset > size || s.bytes > size - s.offset) {
+      return Status::Error(std::string("model file section '") + s.what + "' at offset " +
+                           Num(s.offset) + " with " + Num(s.bytes) +
+                           " bytes lies outside the file of " + Num(size) + " bytes" + kCopyAgain);
+    }
+    if (s.offset < previous_end) {
+      return Status::Error(std::string("model file section '") + s.what + "' at offset " +
+                           Num(s.offset) + " overlaps the " + previous_what + ", which ends at " +
+                           Num(previous_end) + kCopyAgain);
+    }
+    previous_end = s.offset + s.bytes;
+    previous_what = s.what;
+  }
+  const Section& table = h.sections[kTable];
+  const Section& tensor_data = h.sections[kData];
+  if (tensor_data.offset % F::kDataAlignment != 0) {
+    return Status::Error("model file tensor data offset " + Num(tensor_data.offset) +
+                         " is not a multiple of " + Num(F::kDataAlignment) + kReconvert);
+  }
+  if (table.bytes != uint64_t{h.num_tensors} * F::kTensorEntryBytes) {
+    return Status::Error("model file tensor table is " + Num(table.bytes) + " bytes, expected " +
+                         Num(h.num_tensors) + " entries x " + Num(F::kTensorEntryBytes) + " = " +
+                         Num(uint64_t{h.num_tensors} * F::kTensorEntryBytes) + kCopyAgain);
+  }
+  for (SectionIndex k : {kName, kProvenance, kVocabulary}) {
+    const Section& s = h.sections[k];
+    if (!unicode::IsValidUtf8(std::string_view(reinterpret_cast<const char*>(data + s.offset),
+                                               static_cast<size_t>(s.bytes)))) {
+      return Status::Error(std::string("model file ") + s.what + " is not valid UTF-8" +
+                           kReconvert);
+    }
+  }
+  // The vocabulary: one entry per line, each followed by '\n'.
+  const Section& vocab_s = h.sections[kVocabulary];
+  const uint8_t* vocab = data + vocab_s.offset;
+  const uint64_t vocab_lines =
+      static_cast<uint64_t>(std::count(vocab, vocab + static_cast<size_t>(vocab_s.bytes), '\n'));
+  if (vocab_s.bytes > 0 && vocab[vocab_s.bytes - 1] != '\n') {
+    return Status::Error("model file vocabulary does not end with a newline (every entry is "
+                         "followed by '\\n')" + std::string(kReconvert));
+  }
+  if (vocab_lines != h.config.vocab_size) {
+    return Status::Error("model file vocabulary has " + Num(vocab_lines) +
+                         " entries, expected vocab_size " + Num(h.config.vocab_size) +
+                         " from the header" + kReconvert);
+  }
+  return Status::Ok();
+}
+
+// Every entry of the tensor table checked against the tensors the config expects, placed in
+// the data section without overlap; *total_floats is the sum of their element counts.
+Status ReadTensorTable(const uint8_t* data, const Header& h, std::vector<TensorInfo>* tensors,
+                       uint64_t* total_floats) {
+  using F = ModelFileFormat;
+  const Section& table = h.sections[kTable];
+  const Section& tensor_data = h.sections[kData];
+  // The table lies inside the file (CheckSections), so num_tensors is at most size / 128.
+  std::vector<RawEntry> entries(h.num_tensors);
+  for (uint32_t i = 0; i < h.num_tensors; ++i) {
+    const uint8_t* p = data + table.offset + uint64_t{i} * F::kTensorEntryBytes;
+    RawEntry& e = entries[i];
+    Status status = ParseEntryName(p + F::kEntryNameAt, i, &e.name);
+    if (!status.ok()) return status;
+    e.dtype = ReadU32(p + F::kEntryDTypeAt);
+    e.ndim = ReadU32(p + F::kEntryNdimAt);
+    for (int k = 0; k < 4; ++k) e.shape[k] = ReadU32(p + F::kEntryShapeAt + 4 * k);
+    e.offset = ReadU64(p + F::kEntryOffsetAt);
+    e.bytes = ReadU64(p + F::kEntryBytesAt);
+    e.group_size = ReadU32(p + F::kEntryGroupSizeAt);
+    e.reserved_zero = std::all_of(p + F::kEntryReservedAt, p + F::kTensorEntryBytes,
+                                  [](uint8_t b) { return b == 0; });
+  }
+  std::vector<TensorSpec> expected;
+  Status status = CheckTensorNames(h.config, entries, &expected);
+  if (!status.ok()) return status;
+
+  tensors->assign(h.num_tensors, TensorInfo());
+  // Each count is at most V x d < 2^36 (ConfigLimits) and there are fewer than 2^13 tensors,
+  // so the sum cannot wrap 64 bits; CheckModelBudget then bounds it for this build.
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < h.num_tensors; ++i) {
+    status = CheckEntry(entries[i], expected[i], tensor_data.bytes);
+    if (!status.ok()) return status;
+    TensorInfo& info = (*tensors)[i];
+    info.spec = expected[i];
+    info.dtype = static_cast<DType>(entries[i].dtype);
+    info.group_size = entries[i].group_size;
+    info.file_offset = tensor_data.offset + entries[i].offset;
+    info.byte_count = entries[i].bytes;
+    info.float_offset = total;
+    total += info.spec.numel();
+  }
+  std::vector<size_t> by_offset(h.num_tensors);
+  for (size_t i = 0; i < by_offset.size(); ++i) by_offset[i] = i;
+  std::sort(by_offset.begin(), by_offset.end(), [&](size_t a, size_t b) {
+    return (*tensors)[a].file_offset < (*tensors)[b].file_offset;
+  });
+  for (size_t k = 1; k < by_offset.size(); ++k) {
+    const TensorInfo& a = (*tensors)[by_offset[k - 1]];
+    const TensorInfo& b = (*tensors)[by_offset[k]];
+    if (a.file_offset + a.byte_count > b.file_offset) {
+      return Status::Error("tensors '" + a.spec.name + "' and '" + b.spec.name +
+                           "' overlap in the data section" + kReconvert);
+    }
+  }
+  *total_floats = total;
+  return Status::Ok();
+}
+
+}  // namespace
+
+// Refuses more values than the budget, and anything this build cannot address, before a byte
+// is allocated: in a 32-bit build a 64-bit count would otherwise wrap in size_t.
+Status CheckModelBudget(uint64_t total_floats) {
+  const uint64_t addressable = static_cast<uint64_t>(SIZE_MAX) / sizeof(float);
+  const uint64_t limit = std::min(MemoryBudget::kMaxModelFloats, addressable);
+  if (total_floats <= limit) return Status::Ok();
+  return Status::Error("the model declares " + CountString(total_floats) +
+                       " values, more than this build loads (at most " + CountString(limit) +
+                       " values, " + CountString(limit * sizeof(float)) +
+                       " bytes); the file is damaged or hostile, or the model is too large for "
+                       "this engine");
+}
+
+std::string CountString(uint64_t count) {
+  char text[32];
+  if (count >= 1'000'000'000) {
+    std::snprintf(text, sizeof text, "%.1f billion", static_cast<double>(count) / 1e9);
+  } else if (count >= 1'000'000) {
+    std::snprintf(text, sizeof text, "%.1f million", static_cast<double>(count) / 1e6);
+  } else {
+    std::snprintf(text, sizeof text, "%llu", static_cast<unsigned long long>(count));
+  }
+  return text;
+}
+
+namespace {
 
 template <typename MapType, typename... Dims>
 void Reseat(MapType* map, const float* data, Dims... dims) {
@@ -298,175 +521,26 @@ uint32_t Crc32(const uint8_t* data, size_t size, uint32_t crc) {
 }
 
 Status Model::FromBuffer(const uint8_t* data, size_t size, std::unique_ptr<Model>* out) {
-  using F = ModelFileFormat;
-  if (data == nullptr || size < F::kHeaderBytes) {
-    return Status::Error("model file is " + Num(size) + " bytes, shorter than its " +
-                         Num(F::kHeaderBytes) + "-byte header" + kCopyAgain);
-  }
-  if (std::memcmp(data, F::kMagic, 8) != 0) {
-    return Status::Error(
-        "not a model file: the first 8 bytes are not the magic 'ATTNBERT'; give the .attn file "
-        "written by scripts/convert_model.py");
-  }
-  const uint32_t version = ReadU32(data + 8);
-  if (version != F::kVersion) {
-    return Status::Error("model file format version is " + Num(version) + ", expected " +
-                         Num(F::kVersion) +
-                         "; use the engine that matches the file or re-convert the model with "
-                         "this release's scripts/convert_model.py");
-  }
-  const uint32_t header_bytes = ReadU32(data + 12);
-  if (header_bytes != F::kHeaderBytes) {
-    return Status::Error("model file header size is " + Num(header_bytes) + ", expected " +
-                         Num(F::kHeaderBytes) + kCopyAgain);
-  }
-  ModelConfig config;
-  config.vocab_size = ReadU32(data + 16);
-  config.hidden_size = ReadU32(data + 20);
-  config.num_hidden_layers = ReadU32(data + 24);
-  config.num_attention_heads = ReadU32(data + 28);
-  config.intermediate_size = ReadU32(data + 32);
-  config.max_position_embeddings = ReadU32(data + 36);
-  config.type_vocab_size = ReadU32(data + 40);
-  config.layer_norm_eps = ReadF32(data + 44);
-  Status status = ValidateConfig(config);
-  if (!status.ok()) return status;
-  const uint32_t num_tensors = ReadU32(data + 48);
-  const uint32_t flags = ReadU32(data + 52);
-  if (flags != 0) {
-    return Status::Error("model file flags are " + Num(flags) +
-                         ", expected 0 (no flags are defined in version 1)" + kCopyAgain);
-  }
-  for (uint32_t i = 148; i < F::kHeaderBytes; ++i) {
-    if (data[i] != 0) {
-      return Status::Error("model file header byte " + Num(i) +
-                           " (reserved) is not zero" + kCopyAgain);
-    }
-  }
-  const uint64_t file_size = ReadU64(data + 136);
-  if (file_size != size) {
-    return Status::Error("model file header says the file is " + Num(file_size) +
-                         " bytes, got " + Num(size) + kCopyAgain);
-  }
-  const uint32_t stored_crc = ReadU32(data + 144);
-  const uint32_t crc = Crc32(data + F::kHeaderBytes, size - F::kHeaderBytes);
-  if (crc != stored_crc) {
-    char got[16], want[16];
-    std::snprintf(got, sizeof got, "%08x", crc);
-    std::snprintf(want, sizeof want, "%08x", stored_crc);
-    return Status::Error(std::string("model file checksum mismatch: CRC-32 of bytes [256, end) is ") +
-                         got + ", the header says " + want + kCopyAgain);
-  }
-
-  const Section sections[] = {
-      {"name", ReadU64(data + 56), ReadU64(data + 64)},
-      {"provenance", ReadU64(data + 72), ReadU64(data + 80)},
-      {"vocabulary", ReadU64(data + 88), ReadU64(data + 96)},
-      {"tensor table", ReadU64(data + 104), ReadU64(data + 112)},
-      {"tensor data", ReadU64(data + 120), ReadU64(data + 128)},
-  };
-  uint64_t previous_end = F::kHeaderBytes;
-  const char* previous_what = "header";
-  for (const Section& s : sections) {
-    if (s.offset > size || s.bytes > size - s.offset) {
-      return Status::Error(std::string("model file section '") + s.what + "' at offset " +
-                           Num(s.offset) + " with " + Num(s.bytes) +
-                           " bytes lies outside the file of " + Num(size) + " bytes" + kCopyAgain);
-    }
-    if (s.offset < previous_end) {
-      return Status::Error(std::string("model file section '") + s.what + "' at offset " +
-                           Num(s.offset) + " overlaps the " + previous_what + ", which ends at " +
-                           Num(previous_end) + kCopyAgain);
-    }
-    previous_end = s.offset + s.bytes;
-    previous_what = s.what;
-  }
-  const Section& name_s = sections[0];
-  const Section& provenance_s = sections[1];
-  const Section& vocab_s = sections[2];
-  const Section& table_s = sections[3];
-  const Section& data_s = sections[4];
-  if (data_s.offset % F::kDataAlignment != 0) {
-    return Status::Error("model file tensor data offset " + Num(data_s.offset) +
-                         " is not a multiple of " + Num(F::kDataAlignment) + kReconvert);
-  }
-  if (table_s.bytes != uint64_t{num_tensors} * F::kTensorEntryBytes) {
-    return Status::Error("model file tensor table is " + Num(table_s.bytes) + " bytes, expected " +
-                         Num(num_tensors) + " entries x " + Num(F::kTensorEntryBytes) + " = " +
-                         Num(uint64_t{num_tensors} * F::kTensorEntryBytes) + kCopyAgain);
-  }
-  for (const Section* s : {&name_s, &provenance_s, &vocab_s}) {
-    if (!unicode::IsValidUtf8(std::string_view(reinterpret_cast<const char*>(data + s->offset), s->bytes))) {
-      return Status::Error(std::string("model file ") + s->what + " is not valid UTF-8" +
-                           kReconvert);
-    }
-  }
-  // The vocabulary: one entry per line, each followed by '\n'.
-  const uint8_t* vocab = data + vocab_s.offset;
-  const uint64_t vocab_lines = static_cast<uint64_t>(std::count(vocab, vocab + vocab_s.bytes, '\n'));
-  if (vocab_s.bytes > 0 && vocab[vocab_s.bytes - 1] != '\n') {
-    return Status::Error("model file vocabulary does not end with a newline (every entry is "
-                         "followed by '\\n')" + std::string(kReconvert));
-  }
-  if (vocab_lines != config.vocab_size) {
-    return Status::Error("model file vocabulary has " + Num(vocab_lines) +
-                         " entries, expected vocab_size " + Num(config.vocab_size) +
-                         " from the header" + kReconvert);
-  }
-
-  std::vector<RawEntry> entries(num_tensors);
-  for (uint32_t i = 0; i < num_tensors; ++i) {
-    const uint8_t* p = data + table_s.offset + uint64_t{i} * F::kTensorEntryBytes;
-    RawEntry& e = entries[i];
-    status = ParseEntryName(p, i, &e.name);
-    if (!status.ok()) return status;
-    e.dtype = ReadU32(p + 64);
-    e.ndim = ReadU32(p + 68);
-    for (int k = 0; k < 4; ++k) e.shape[k] = ReadU32(p + 72 + 4 * k);
-    e.offset = ReadU64(p + 88);
-    e.bytes = ReadU64(p + 96);
-    e.group_size = ReadU32(p + 104);
-    e.reserved_zero = std::all_of(p + 108, p + F::kTensorEntryBytes, [](uint8_t b) { return b == 0; });
-  }
-  std::vector<TensorSpec> expected;
-  status = CheckTensorNames(config, entries, &expected);
-  if (!status.ok()) return status;
-
-  std::vector<TensorInfo> tensors(num_tensors);
+  Header header;
+  Status status = ParseHeader(data, size, &header);
+  if (status.ok()) status = CheckSections(data, size, header);
+  std::vector<TensorInfo> tensors;
   uint64_t total_floats = 0;
-  for (uint32_t i = 0; i < num_tensors; ++i) {
-    status = CheckEntry(entries[i], expected[i], data_s.bytes);
-    if (!status.ok()) return status;
-    TensorInfo& info = tensors[i];
-    info.spec = expected[i];
-    info.dtype = static_cast<DType>(entries[i].dtype);
-    info.group_size = entries[i].group_size;
-    info.file_offset = data_s.offset + entries[i].offset;
-    info.byte_count = entries[i].bytes;
-    info.float_offset = total_floats;
-    total_floats += info.spec.numel();
-  }
-  std::vector<size_t> by_offset(num_tensors);
-  for (size_t i = 0; i < by_offset.size(); ++i) by_offset[i] = i;
-  std::sort(by_offset.begin(), by_offset.end(),
-            [&](size_t a, size_t b) { return tensors[a].file_offset < tensors[b].file_offset; });
-  for (size_t k = 1; k < by_offset.size(); ++k) {
-    const TensorInfo& a = tensors[by_offset[k - 1]];
-    const TensorInfo& b = tensors[by_offset[k]];
-    if (a.file_offset + a.byte_count > b.file_offset) {
-      return Status::Error("tensors '" + a.spec.name + "' and '" + b.spec.name +
-                           "' overlap in the data section" + kReconvert);
-    }
-  }
+  if (status.ok()) status = ReadTensorTable(data, header, &tensors, &total_floats);
+  if (status.ok()) status = CheckModelBudget(total_floats);
+  if (!status.ok()) return status;
 
-  // Every tensor holds at least one byte per value, except rans, which holds at least 8 bytes
-  // per lane of 4096 values; so total_floats is at most 512 x the file size, and the shapes are
-  // the config's, which ValidateConfig bounds.
   std::unique_ptr<Model> model(new Model());
-  model->buffer_.resize(total_floats);
+  model->buffer_.reset(static_cast<float*>(std::malloc(static_cast<size_t>(total_floats) * sizeof(float))));
+  if (!model->buffer_ && total_floats > 0) {
+    return Status::Error("not enough memory to load the model: its " + CountString(total_floats) +
+                         " values need " + CountString(total_floats * sizeof(float)) +
+                         " bytes; close other pages or use a smaller model");
+  }
+  model->float_count_ = total_floats;
   bool dtype_seen[kDTypeCount] = {};
   for (const TensorInfo& info : tensors) {
-    status = Dequantise(info, data + info.file_offset, model->buffer_.data() + info.float_offset);
+    status = Dequantise(info, data + info.file_offset, model->buffer_.get() + info.float_offset);
     if (!status.ok()) return status;
     dtype_seen[static_cast<uint32_t>(info.dtype)] = true;
   }
@@ -475,24 +549,28 @@ Status Model::FromBuffer(const uint8_t* data, size_t size, std::unique_ptr<Model
     if (!model->precision_.empty()) model->precision_ += "+";
     model->precision_ += DTypeName(static_cast<DType>(k));
   }
-  model->config_ = config;
-  model->name_.assign(reinterpret_cast<const char*>(data + name_s.offset), name_s.bytes);
-  model->provenance_.assign(reinterpret_cast<const char*>(data + provenance_s.offset),
-                            provenance_s.bytes);
-  model->vocab_text_.assign(reinterpret_cast<const char*>(vocab), vocab_s.bytes);
+  auto text = [data](const Section& s) {
+    return std::string(reinterpret_cast<const char*>(data + s.offset), static_cast<size_t>(s.bytes));
+  };
+  model->config_ = header.config;
+  model->name_ = text(header.sections[kName]);
+  model->provenance_ = text(header.sections[kProvenance]);
+  model->vocab_text_ = text(header.sections[kVocabulary]);
   model->file_bytes_ = size;
-  model->crc32_ = crc;
+  model->crc32_ = header.crc;
   model->tensors_ = std::move(tensors);
   model->BindWeights();
   *out = std::move(model);
   return Status::Ok();
 }
 
+void Model::FreeDeleter::operator()(float* p) const { std::free(p); }
+
 Status Model::FromFile(const std::string& path, std::unique_ptr<Model>* out) {
   FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) {
     return Status::Error("cannot open model file '" + path + "': " + std::strerror(errno) +
-                         "; check the path (model files are written by scripts/convert_model.py)");
+                         "; check the path (model files are written by scripts/model/convert_model.py)");
   }
   std::vector<uint8_t> bytes;
   uint8_t chunk[1 << 16];
@@ -516,7 +594,7 @@ void Model::BindWeights() {
   weights_.layers.resize(c.num_hidden_layers);
   Weights& w = weights_;
   for (const TensorInfo& info : tensors_) {
-    const float* p = buffer_.data() + info.float_offset;
+    const float* p = buffer_.get() + info.float_offset;
     const Eigen::Index rows = info.spec.shape[0], cols = info.spec.shape[1];
     LayerWeights* layer =
         info.spec.layer >= 0 ? &w.layers[static_cast<size_t>(info.spec.layer)] : nullptr;

@@ -15,7 +15,8 @@
 
 namespace attn {
 
-// Fixed layout constants of format version 1.
+// Fixed layout of format version 1: the byte offsets of every header and tensor-entry field,
+// in the order of the tables in model_data/README.md (all integers little-endian).
 struct ModelFileFormat {
   static constexpr char kMagic[9] = "ATTNBERT";
   static constexpr uint32_t kVersion = 1;
@@ -23,7 +24,61 @@ struct ModelFileFormat {
   static constexpr uint32_t kTensorEntryBytes = 128;
   static constexpr uint32_t kTensorNameBytes = 64;
   static constexpr uint32_t kDataAlignment = 64;
+
+  // Header.
+  static constexpr uint32_t kMagicAt = 0;        // 8 bytes
+  static constexpr uint32_t kVersionAt = 8;      // u32
+  static constexpr uint32_t kHeaderBytesAt = 12;  // u32
+  static constexpr uint32_t kConfigAt = 16;      // 7 x u32 (ModelConfig's order), then f32 eps
+  static constexpr uint32_t kNumTensorsAt = 48;  // u32
+  static constexpr uint32_t kFlagsAt = 52;       // u32, zero
+  static constexpr uint32_t kSectionsAt = 56;    // 5 x (u64 offset, u64 bytes): name,
+                                                 // provenance, vocabulary, tensor table, data
+  static constexpr uint32_t kSectionCount = 5;
+  static constexpr uint32_t kFileBytesAt = 136;  // u64
+  static constexpr uint32_t kCrcAt = 144;        // u32, CRC-32 of bytes [kHeaderBytes, end)
+  static constexpr uint32_t kReservedAt = 148;   // zero to kHeaderBytes
+
+  // Tensor table entry.
+  static constexpr uint32_t kEntryNameAt = 0;        // kTensorNameBytes, NUL-padded UTF-8
+  static constexpr uint32_t kEntryDTypeAt = 64;      // u32
+  static constexpr uint32_t kEntryNdimAt = 68;       // u32
+  static constexpr uint32_t kEntryShapeAt = 72;      // 4 x u32
+  static constexpr uint32_t kEntryOffsetAt = 88;     // u64, from the data section's start
+  static constexpr uint32_t kEntryBytesAt = 96;      // u64
+  static constexpr uint32_t kEntryGroupSizeAt = 104;  // u32
+  static constexpr uint32_t kEntryReservedAt = 108;  // zero to kTensorEntryBytes
 };
+static_assert(ModelFileFormat::kConfigAt + 8 * 4 == ModelFileFormat::kNumTensorsAt,
+              "the config is 7 u32 and one f32");
+static_assert(ModelFileFormat::kSectionsAt + ModelFileFormat::kSectionCount * 16 ==
+                  ModelFileFormat::kFileBytesAt,
+              "five sections of two u64 each");
+static_assert(ModelFileFormat::kCrcAt + 4 == ModelFileFormat::kReservedAt, "");
+static_assert(ModelFileFormat::kReservedAt < ModelFileFormat::kHeaderBytes, "");
+static_assert(ModelFileFormat::kEntryNameAt + ModelFileFormat::kTensorNameBytes ==
+                  ModelFileFormat::kEntryDTypeAt, "");
+static_assert(ModelFileFormat::kEntryShapeAt + 4 * 4 == ModelFileFormat::kEntryOffsetAt, "");
+static_assert(ModelFileFormat::kEntryReservedAt < ModelFileFormat::kTensorEntryBytes, "");
+
+// What a loaded model may cost in memory. Every tensor is decoded to f32, so a file of a few
+// MB can declare gigabytes (rans needs 8 bytes per 4,096 values); the loader refuses a file
+// whose values exceed the budget before it allocates anything. Native: 2^29 values (2 GiB),
+// bert-large's 336M parameters with room, about 5 x bert-base's 110M. A 32-bit build
+// (WebAssembly) shares at most 2-4 GB with the whole page and may run several engines:
+// 192M values (768 MiB) still hold bert-base with room for its activations.
+struct MemoryBudget {
+  static constexpr uint64_t kMaxModelFloats =
+      sizeof(size_t) >= 8 ? uint64_t{1} << 29 : uint64_t{192} << 20;
+  // One forward pass's activations and scratch (Encoder::ActivationFloats) at the longest
+  // sentence: bert-large at 512 tokens needs about 140M.
+  static constexpr uint64_t kMaxActivationFloats =
+      sizeof(size_t) >= 8 ? uint64_t{1} << 29 : uint64_t{96} << 20;
+};
+// "4.3 billion" / "61.4 million" / "512": for messages about sizes.
+std::string CountString(uint64_t count);
+// Ok when a model of total_floats values fits MemoryBudget and this build's address space.
+Status CheckModelBudget(uint64_t total_floats);
 
 // kRans: integers with per-group scales like kInt8, at any number of levels, entropy-coded
 // (core/rans.h).
@@ -111,13 +166,13 @@ class Model {
   const std::string& precision() const { return precision_; }
   uint64_t file_bytes() const { return file_bytes_; }
   uint32_t crc32() const { return crc32_; }
-  uint64_t parameter_count() const { return buffer_.size(); }
+  uint64_t parameter_count() const { return float_count_; }
 
   // Calls visit(const TensorInfo&, const float* values) for every tensor in file order;
   // values holds info.spec.numel() floats.
   template <typename Visitor>
   void ForEachTensor(Visitor&& visit) const {
-    for (const TensorInfo& info : tensors_) visit(info, buffer_.data() + info.float_offset);
+    for (const TensorInfo& info : tensors_) visit(info, buffer_.get() + info.float_offset);
   }
 
  private:
@@ -129,8 +184,14 @@ class Model {
   uint64_t file_bytes_ = 0;
   uint32_t crc32_ = 0;
   std::vector<TensorInfo> tensors_;
-  std::vector<float> buffer_;  // every tensor's values, f32, in file order
-  Weights weights_;            // views into buffer_
+  // Every tensor's values, f32, in file order: float_count_ of them. Allocated with malloc so
+  // that a failed allocation is a status, not an abort (inside wasm an abort kills the page).
+  struct FreeDeleter {
+    void operator()(float* p) const;
+  };
+  std::unique_ptr<float[], FreeDeleter> buffer_;
+  uint64_t float_count_ = 0;
+  Weights weights_;  // views into buffer_
 };
 
 }  // namespace attn

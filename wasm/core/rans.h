@@ -1,7 +1,7 @@
 // Decoding the `rans` tensor payload of the model file (dtype 3, model_data/README.md): integers
 // in [-levels, levels] with one f32 scale per group, entropy-coded with rANS (a static
 // frequency table per tensor, lanes of kLaneLength values, each its own byte stream). The
-// writer is scripts/rans.py and scripts/modelfile.py.
+// writer is scripts/model/rans.py and scripts/model/modelfile.py.
 #pragma once
 
 #include <cstddef>

@@ -10,7 +10,7 @@ Status CheckRange(const char* field, uint32_t value, uint32_t max) {
   if (value == 0 || value > max) {
     return Status::Error("model config: " + std::string(field) + " is " + std::to_string(value) +
                          ", expected 1.." + std::to_string(max) +
-                         "; the file is damaged or was not written by scripts/convert_model.py");
+                         "; the file is damaged or was not written by scripts/model/convert_model.py");
   }
   return Status::Ok();
 }
@@ -39,7 +39,7 @@ Status ValidateConfig(const ModelConfig& c) {
     return Status::Error("model config: hidden_size " + std::to_string(c.hidden_size) +
                          " is not a multiple of num_attention_heads " +
                          std::to_string(c.num_attention_heads) +
-                         "; the file is damaged or was not written by scripts/convert_model.py");
+                         "; the file is damaged or was not written by scripts/model/convert_model.py");
   }
   if (!std::isfinite(c.layer_norm_eps) || !(c.layer_norm_eps > 0.0f)) {
     return Status::Error("model config: layer_norm_eps is " + std::to_string(c.layer_norm_eps) +

@@ -1,7 +1,7 @@
 // The one table of expected tensors, derived from a model config. The model-file reader
 // checks every file against it and the encoder binds its weight views through it, so a
 // tensor's name and shape are spelled in exactly one place (tensor_table.cc). The Python
-// side (scripts/modelfile.py) derives the same list from the same rules, documented in
+// side (scripts/model/modelfile.py) derives the same list from the same rules, documented in
 // model_data/README.md.
 #pragma once
 

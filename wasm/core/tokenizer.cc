@@ -14,7 +14,7 @@
 //   5. WordPiece, greedy longest match first with "##"; a word that fails anywhere, or has
 //      more than 100 code points, becomes a single [UNK].
 // This file does the same per code point, with two shortcuts that
-// scripts/gen_unicode_tables.py proves exact for the Unicode version of the tables:
+// scripts/unicode/gen_unicode_tables.py proves exact for the Unicode version of the tables:
 //   - NFC is skipped: NFD(NFC(x)) == NFD(x), and NFC neither creates nor removes separators;
 //   - the second lower() is skipped: once every code point is lowercased, NFC cannot compose
 //     a character that lower() would change.
