@@ -8,11 +8,9 @@
 // opens the live instrument on exactly that state as soon as the model is ready.
 import { DEFAULT_MANIFEST_URL, getEngine, loadManifest, onEngineProgress } from './engine/engine.js';
 import { createStore, DEFAULT_STATE, DEFAULT_WORD_TEXT, formatHash, parseHash, PERMALINK_DEFAULTS } from './state.js';
-import { EVENTS, progressText } from './widgets/base.js';
-import {
-  attentionRowOf, describeModel, headsForToken, mechanism, resolveSelection, resultFromExample,
-  rolloutRowOf, rowSummary, sharpestAndBroadest,
-} from './widgets/data.js';
+import { attentionRow, rolloutRow, rowStat } from './engine/result.js';
+import { EVENTS, figureView, progressText } from './widgets/base.js';
+import { describeModel, headsForToken, mechanism, resultFromExample, rowSummary, sharpestAndBroadest } from './widgets/data.js';
 import { fmt, headName, megabytes } from './widgets/dom.js';
 import { specialShare } from './widgets/bars.js';
 import './widgets/attention-instrument.js';
@@ -44,8 +42,7 @@ const page = {
   model: null,          // describeModel() of what is shown
   progress: null,
   error: null,
-  inputError: null,
-  liveResult: null,
+  liveResult: null,     // the last live result the engine gave
   sources: {},          // the model's address for embed snippets, when it is not the default
 };
 
@@ -87,31 +84,22 @@ async function loadExample(choice) {
   }
 }
 
-function currentResult(state) {
-  page.inputError = null;
-  if (state.live && page.engine) {
-    try {
-      page.liveResult = page.engine.analyze(state.sentence);
-    } catch (error) {
-      page.inputError = error.message;  // keep the last good sentence on screen
-    }
-    return page.liveResult;
-  }
-  return page.example;
-}
+// Whether any figure on the page draws hidden states, queries and keys (the mechanism figure).
+const vectors = figures.some((figure) => figure.constructor.needsVectors);
 
 function viewFor(state) {
-  const result = currentResult(state);
-  const mode = state.live && page.engine ? 'live' : page.error ? 'error' : result ? 'example' : 'loading';
-  const view = {
-    result, mode, model: page.model, progress: page.progress, error: page.error,
-    ready: Boolean(page.engine), showSpecial: state.showSpecial, inputError: page.inputError,
-    sentence: state.live ? state.sentence : result?.text ?? state.sentence, sources: page.sources,
-  };
-  // A selection made for another sentence (a permalink still waiting for the model) does not
-  // apply to the example.
-  const selection = state.live || result?.text === state.sentence ? state : PERMALINK_DEFAULTS;
-  if (result) Object.assign(view, resolveSelection(result, selection, DEFAULT_WORD_TEXT));
+  const live = Boolean(state.live && page.engine);
+  const view = figureView({
+    engine: live ? page.engine : null, example: page.example, previous: page.liveResult, vectors,
+    sentence: live ? state.sentence : page.example?.text ?? state.sentence,
+    // A selection made for another sentence (a permalink still waiting for the model) does not
+    // apply to the example.
+    selection: (result) => (live || result.text === state.sentence ? state : PERMALINK_DEFAULTS),
+    wordText: DEFAULT_WORD_TEXT,
+    model: page.model, progress: page.progress, error: page.error, ready: Boolean(page.engine),
+    showSpecial: state.showSpecial, sources: page.sources,
+  });
+  if (live) page.liveResult = view.result;  // kept on screen while a sentence is refused
   return view;
 }
 
@@ -159,6 +147,8 @@ function facts(view) {
   if (model) {
     f.modelName = model.name;
     f.modelNote = model.note;
+    // The colophon states the weights' terms as the model's own file gives them.
+    f.modelLicense = model.license ? `its file offers the weights under ${model.license}` : 'its file states no licence for the weights';
   } else if (view.mode === 'error') {
     f.modelName = 'not loaded';
     f.modelNote = 'see the message below';
@@ -172,11 +162,11 @@ function facts(view) {
     totalHeads: r.layers * r.heads, n: r.n, nOther: r.n - 1, uniform: fmt(1 / r.n, 4), sentence: r.text,
   });
   const { token, layer, head } = view;
-  const row = attentionRowOf(r, layer, head, token);
-  const s = rowSummary(row);
+  const row = attentionRow(r, layer, head, token);
+  const s = rowStat(r, layer, head, token);
   Object.assign(f, {
     word: r.tokens[token].text, headName: headName(layer, head), topToken: r.tokens[s.argmax].text, topWeight: fmt(s.max, 3),
-    rowSum: fmt(s.sum, 6), ratio: fmt(s.ratioToUniform, 2), entropy: fmt(s.entropy, 2), maxEntropy: fmt(s.maxEntropy, 2),
+    rowSum: fmt(s.sum, 6), ratio: fmt(s.ratio_to_uniform, 2), entropy: fmt(s.entropy, 2), maxEntropy: fmt(Math.log(r.n), 2),
     specialShare: fmt(specialShare(row, r.roles), 3),
   });
   const m = mechanism(r, layer, head, token);
@@ -190,12 +180,12 @@ function facts(view) {
   const { sharpest, broadest } = sharpestAndBroadest(r, token);
   const heads = headsForToken(r, token);
   Object.assign(f, {
-    sharpest: headName(sharpest.layer, sharpest.head), sharpestRatio: fmt(sharpest.ratioToUniform, 2),
-    broadest: headName(broadest.layer, broadest.head), broadestRatio: fmt(broadest.ratioToUniform, 2),
-    rolloutRatio: fmt(rowSummary(rolloutRowOf(r, token)).ratioToUniform, 2),
+    sharpest: headName(sharpest.layer, sharpest.head), sharpestRatio: fmt(sharpest.ratio_to_uniform, 2),
+    broadest: headName(broadest.layer, broadest.head), broadestRatio: fmt(broadest.ratio_to_uniform, 2),
+    rolloutRatio: fmt(rowSummary(rolloutRow(r, token)).ratio_to_uniform, 2),
     distinctTops: new Set(heads.map((x) => x.argmax)).size,
-    ratioMin: fmt(Math.min(...heads.map((x) => x.ratioToUniform)), 2),
-    ratioMax: fmt(Math.max(...heads.map((x) => x.ratioToUniform)), 2),
+    ratioMin: fmt(Math.min(...heads.map((x) => x.ratio_to_uniform)), 2),
+    ratioMax: fmt(Math.max(...heads.map((x) => x.ratio_to_uniform)), 2),
   });
   return f;
 }

@@ -3,7 +3,7 @@
 // the figures. One small store; the
 // widgets never read it directly, article.js hands them a view of it.
 
-// Preset sentences for the sentence box (also read by scripts/make_examples.mjs, so the
+// Preset sentences for the sentence box (also read by scripts/site/make_examples.mjs, so the
 // precomputed example and the live page start from the same sentence).
 export const PRESETS = [
   'The animal did not cross the street because it was too tired.',

@@ -3,7 +3,7 @@
 // request each; attributes changed after load; a host with aggressive global CSS; the iframe
 // form; hostile attributes, URL parameters and hashes; the article's permalinks and history;
 // the embed snippets; SVG and PNG downloads. Needs the assembled site:
-//   node scripts/build_site.mjs   (writes web/models/, web/dist/ and, with the CLI, web/examples/)
+//   node scripts/site/build_site.mjs   (writes web/models/, web/dist/ and, with the CLI, web/examples/)
 import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -37,7 +37,7 @@ let browser;
 
 before(async () => {
   for (const file of [BUNDLE, 'models/manifest.json', 'engine/attention_engine.wasm']) {
-    assert.ok(existsSync(join(web, file)), `web/${file} is missing: run node scripts/build_site.mjs first.`);
+    assert.ok(existsSync(join(web, file)), `web/${file} is missing: run node scripts/site/build_site.mjs first.`);
   }
   mkdirSync(artifacts, { recursive: true });
   hostRoot = mkdtempSync(join(tmpdir(), 'attention-host-'));
@@ -78,12 +78,12 @@ const live = (page, selector) => page.locator(`${selector} .status[data-mode="li
 // The shared engine's row, through the bundle's own exports (the same module instance, so the
 // same engine the widgets use).
 async function engineRow(page, { sentence, layer, head, token }) {
-  return page.evaluate(async ({ bundle, args }) => {
+  return page.evaluate(async ({ bundle, layout, args }) => {
     const { getEngine } = await import(bundle);
+    const { attentionRow } = await import(layout);
     const result = (await getEngine()).analyze(args.sentence);
-    const start = ((args.layer * result.heads + args.head) * result.n + args.token) * result.n;
-    return { values: Array.from(result.attention.subarray(start, start + result.n), String), tokens: result.tokens.map((t) => t.text) };
-  }, { bundle: siteUrl + BUNDLE, args: { sentence, layer, head, token } });
+    return { values: Array.from(attentionRow(result, args.layer, args.head, args.token), String), tokens: result.tokens.map((t) => t.text) };
+  }, { bundle: siteUrl + BUNDLE, layout: `${siteUrl}engine/result.js`, args: { sentence, layer, head, token } });
 }
 
 // What a row chart inside `selector` shows.
@@ -570,7 +570,8 @@ describe('article permalinks and embed controls', { timeout: 180000 }, () => {
 async function engineRowArticle(page, { sentence, layer, head, token }) {
   return page.evaluate(async (args) => {
     const engine = await import('/engine/engine.js');
+    const { attentionRow } = await import('/engine/result.js');
     const result = (await engine.getEngine()).analyze(args.sentence);
-    return { values: Array.from(engine.attentionRow(result, args.layer, args.head, args.token), String) };
+    return { values: Array.from(attentionRow(result, args.layer, args.head, args.token), String) };
   }, { sentence, layer, head, token });
 }

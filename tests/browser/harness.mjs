@@ -7,14 +7,15 @@ const { chromium } = require('playwright-core');
 const httpServer = require('http-server');
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-// Headless flags from FACTS.md: without the networking ones Chromium keeps trying to go online.
+// Headless flags (docs/ARCHITECTURE.md, the machine facts): without the networking ones
+// Chromium keeps trying to go online.
 export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-// DESIGN.md: every row the page shows sums to 1 within 1e-6.
+// The fidelity bar (docs/ARCHITECTURE.md): every row the page shows sums to 1 within 1e-6.
 export const ROW_SUM_TOLERANCE = 1e-6;
 
-export function launchChromium() {
-  return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+export function launchChromium(extraArgs = []) {
+  return chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_ARGS, ...extraArgs] });
 }
 
 // Serves folder on 127.0.0.1 at a free port, as scripts/serve.sh does (no caching; CORS on

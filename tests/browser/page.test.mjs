@@ -2,7 +2,7 @@
 // the button that opens the instrument, every displayed row against the engine's own numbers,
 // switching heads, typing, the softmax lab, hostile text, a phone-sized viewport, a broken
 // model URL, and screenshots in test-artifacts/. Needs the assembled site:
-//   node scripts/build_site.mjs   (writes web/models/ and, with the CLI built, web/examples/)
+//   node scripts/site/build_site.mjs   (writes web/models/ and, with the CLI built, web/examples/)
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -25,8 +25,8 @@ let baseUrl;
 let browser;
 
 before(async () => {
-  assert.ok(existsSync(manifestPath), `${manifestPath} is missing: run node scripts/build_site.mjs first.`);
-  assert.ok(existsSync(join(web, 'engine', 'attention_engine.wasm')), 'web/engine/attention_engine.wasm is missing: run node scripts/build_site.mjs first.');
+  assert.ok(existsSync(manifestPath), `${manifestPath} is missing: run node scripts/site/build_site.mjs first.`);
+  assert.ok(existsSync(join(web, 'engine', 'attention_engine.wasm')), 'web/engine/attention_engine.wasm is missing: run node scripts/site/build_site.mjs first.');
   mkdirSync(artifacts, { recursive: true });
   server = await serve(web);
   baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
@@ -74,8 +74,9 @@ async function openInstrument(page) {
 async function engineRow(page, { sentence, layer, head, token }) {
   return page.evaluate(async (args) => {
     const engine = await import('/engine/engine.js');
+    const { attentionRow } = await import('/engine/result.js');
     const result = (await engine.getEngine()).analyze(args.sentence);
-    return Array.from(engine.attentionRow(result, args.layer, args.head, args.token), String);
+    return Array.from(attentionRow(result, args.layer, args.head, args.token), String);
   }, { sentence, layer, head, token });
 }
 
@@ -372,7 +373,7 @@ describe('article page', { timeout: 240000 }, () => {
   test('the precision figure downloads the f32 and naive files only when asked; compact within the bar, naive over it', async () => {
     const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
     const p = manifest.precision;
-    assert.ok(p, 'the manifest names no precision files (scripts/build_site.mjs writes them)');
+    assert.ok(p, 'the manifest names no precision files (scripts/site/build_site.mjs writes them)');
     const { page, context, errors } = await openPage();
     const requested = [];
     page.on('request', (r) => { if (r.url().endsWith('.attn')) requested.push(r.url().split('/').pop()); });

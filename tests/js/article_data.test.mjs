@@ -2,15 +2,17 @@
 // hand-worked rows, the model description from each kind of provenance, the URL hash read as
 // data, and the mechanism figure's recomputation of a row from q and k against the wasm engine.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import { createEngine, rowStats } from '../../web/engine/engine.js';
+import { createEngine } from '../../web/engine/engine.js';
+import { rowStat } from '../../web/engine/result.js';
 import { formatHash, parseHash } from '../../web/state.js';
 import { describeModel, mechanism, resolveSelection, rowSummary, softmax } from '../../web/widgets/data.js';
+import { requireInputs } from './inputs.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const fixtures = process.env.ATTN_FIXTURES_DIR ?? join(root, 'build', 'fixtures');
@@ -19,14 +21,14 @@ const MECHANISM_TOLERANCE = 1e-5;
 
 test('row summary of hand-worked rows', () => {
   const uniform = rowSummary(Float32Array.from([0.25, 0.25, 0.25, 0.25]));
-  assert.equal(uniform.ratioToUniform, 1);
+  assert.equal(uniform.ratio_to_uniform, 1);
   assert.ok(Math.abs(uniform.entropy - Math.log(4)) < 1e-12);
-  assert.ok(Math.abs(uniform.normalizedEntropy - 1) < 1e-12);
+  assert.ok(Math.abs(uniform.normalized_entropy - 1) < 1e-12);
   const peaked = rowSummary([0, 1, 0]);
-  assert.deepEqual([peaked.argmax, peaked.max, peaked.ratioToUniform, peaked.entropy], [1, 1, 3, 0]);
+  assert.deepEqual([peaked.argmax, peaked.max, peaked.ratio_to_uniform, peaked.entropy], [1, 1, 3, 0]);
   const mixed = rowSummary([0.5, 0.25, 0.25]);
   assert.ok(Math.abs(mixed.entropy - 1.5 * Math.log(2)) < 1e-12);
-  assert.equal(mixed.ratioToUniform, 1.5);
+  assert.equal(mixed.ratio_to_uniform, 1.5);
 });
 
 test('softmax sums to 1, is shift-invariant and uniform for equal scores', () => {
@@ -43,10 +45,10 @@ test('softmax sums to 1, is shift-invariant and uniform for equal scores', () =>
 test('the model description follows the provenance', () => {
   const random = describeModel({ name: 'random-mini-L4-H256-A4-seed2', provenance: JSON.stringify({ generator: 'scripts/make_random_model.py', source: 'random weights for tests; not a trained model' }) });
   assert.equal(random.kind, 'random');
-  const converted = describeModel({ name: 'prajjwal1/bert-mini', provenance: JSON.stringify({ source: 'https://huggingface.co/prajjwal1/bert-mini (revision main)', converter: 'scripts/convert_model.py to-attn', files: {} }) });
+  const converted = describeModel({ name: 'prajjwal1/bert-mini', provenance: JSON.stringify({ source: 'https://huggingface.co/prajjwal1/bert-mini (revision main)', converter: 'scripts/model/convert_model.py to-attn', files: {} }) });
   assert.equal(converted.kind, 'converted');
   assert.match(converted.note, /huggingface\.co\/prajjwal1\/bert-mini/);
-  const trained = describeModel({ name: 'attention-explainer-bert-mini-shaped (trained here; not prajjwal1/bert-mini)', provenance: JSON.stringify({ source: 'final', converter: 'scripts/convert_model.py to-attn', steps: 9000, tokens_seen: 1e8 }) });
+  const trained = describeModel({ name: 'attention-explainer-bert-mini-shaped (trained here; not prajjwal1/bert-mini)', provenance: JSON.stringify({ source: 'final', converter: 'scripts/model/convert_model.py to-attn', steps: 9000, tokens_seen: 1e8 }) });
   assert.equal(trained.kind, 'trained');
   // The name already disclaims the original, so the note says how much training there was,
   // summed over the runs the record chains (a run that continued an earlier one).
@@ -71,10 +73,7 @@ test('the URL hash is read as data only', () => {
 test('the mechanism figure recomputes the engine\u2019s rows from q and k', async (t) => {
   const modelPath = join(fixtures, 'mini.attn');
   const wasm = join(root, 'build', 'wasm', 'attention_engine.wasm');
-  if (!existsSync(modelPath) || !existsSync(wasm)) {
-    t.skip(`needs ${modelPath} and ${wasm}`);
-    return;
-  }
+  if (!requireInputs(t, [modelPath, wasm], 'run scripts/build.sh wasm and scripts/reference/make_test_fixtures.sh build/fixtures')) return;
   const dir = mkdtempSync(join(tmpdir(), 'attn-article-'));
   const manifest = {
     default: 'm',
@@ -83,7 +82,7 @@ test('the mechanism figure recomputes the engine\u2019s rows from q and k', asyn
   };
   writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest));
   const engine = await createEngine({ manifestUrl: pathToFileURL(join(dir, 'manifest.json')).href });
-  const result = engine.analyze('The keys to the cabinet are on the table.');
+  const result = engine.analyze('The keys to the cabinet are on the table.', { vectors: true });
   let largest = 0;
   for (let layer = 0; layer < result.layers; ++layer) {
     for (let head = 0; head < result.heads; ++head) {
@@ -100,10 +99,10 @@ test('the mechanism figure recomputes the engine\u2019s rows from q and k', asyn
   // C++ analysis) call sharpest.
   const { token, layer, head } = resolveSelection(result, { token: -1, layer: -1, head: -1 }, 'keys');
   assert.equal(result.tokens[token].text, 'keys');
-  const chosen = rowStats(result, layer, head, token, engine.rowStatFields).ratioToUniform;
+  const chosen = rowStat(result, layer, head, token).ratio_to_uniform;
   for (let l = 0; l < result.layers; ++l) {
     for (let h = 0; h < result.heads; ++h) {
-      assert.ok(rowStats(result, l, h, token, engine.rowStatFields).ratioToUniform <= chosen + 1e-6, `layer ${l} head ${h} is sharper than the default`);
+      assert.ok(rowStat(result, l, h, token).ratio_to_uniform <= chosen + 1e-6, `layer ${l} head ${h} is sharper than the default`);
     }
   }
 });

@@ -3,7 +3,6 @@
 // engine sharing rules the widgets rely on (one engine per engine + model, an engine folder and
 // a model file without any manifest). Needs build/wasm and the fixtures' model files.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -11,6 +10,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { getEngine, resetSharedEngine } from '../../web/engine/engine.js';
 import { BUNDLE_URL, elementSnippet, escapeAttribute, FRAME_URL, frameUrl } from '../../web/widgets/snippet.js';
 import { formatHash, parseHash } from '../../web/state.js';
+import { requireInputs } from './inputs.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const fixtures = process.env.ATTN_FIXTURES_DIR ?? join(root, 'build', 'fixtures');
@@ -62,9 +62,9 @@ test('the permalink keeps the figure in view as data only', () => {
   }
 });
 
-const haveEngine = existsSync(join(wasmDir, 'attention_engine.wasm')) && existsSync(join(fixtures, 'tiny.attn'));
-
-test('widgets that name the same engine and model share one; another model gets its own', { skip: !haveEngine && 'needs build/wasm and the fixtures' }, async () => {
+test('widgets that name the same engine and model share one; another model gets its own', async (t) => {
+  const inputs = [join(wasmDir, 'attention_engine.wasm'), join(fixtures, 'tiny.attn'), join(fixtures, 'mini.attn')];
+  if (!requireInputs(t, inputs, 'run scripts/build.sh wasm and scripts/reference/make_test_fixtures.sh build/fixtures')) return;
   resetSharedEngine();
   // No manifest exists at this address: with an engine folder and a model file none is read.
   const manifestUrl = pathToFileURL(join(fixtures, 'no-such-manifest.json')).href;

@@ -37,7 +37,7 @@ before(async () => {
   for (const path of [cli, reference, compact]) assert.ok(existsSync(path), `${path} is missing`);
   dir = mkdtempSync(join(tmpdir(), 'attn-precision-'));
   const naive = join(dir, 'naive.attn');
-  execFileSync('/usr/bin/python3', [join(root, 'scripts', 'convert_model.py'), 'requantize', reference, naive, '--precision', '*=int8:tensor'], { stdio: 'ignore' });
+  execFileSync('/usr/bin/python3', ['-m', 'scripts.model.convert_model', 'requantize', reference, naive, '--precision', '*=int8:tensor'], { cwd: root, stdio: 'ignore' });
   const load = (path) => createEngine({ engineUrl: wasmDir, modelUrl: pathToFileURL(path).href });
   const [f32, shipped, naiveEngine] = await Promise.all([load(reference), load(compact), load(naive)]);
   engines = { f32, shipped, naive: naiveEngine, naivePath: naive };

@@ -3,12 +3,19 @@
 // engine per page however many widgets ask, memoises analyses per sentence, and turns every
 // failure into an Error whose message can be shown to a reader. Works in browsers and Node 20.
 
+import { HEAD_LABELS, ROLE, ROW_STAT, ROW_STAT_FIELDS } from './result.js';
+
 const HERE = import.meta.url;
 const CACHE_NAME = 'attention-explainer';
 // Longer texts are refused before they reach the tokenizer: the model reads at most 512
 // positions anyway, and a reader's paste of a whole book should fail clearly, not slowly.
 export const MAX_TEXT_CHARS = 20000;
-const MEMO_LIMIT = 64;
+// The analysis memo holds at most this many bytes of results per engine, the least recently used
+// going first. One result at 512 tokens on the 4-layer, 4-head default model is about 18 MB
+// (attention alone is 4 * 4 * 512 * 512 float32 = 16.8 MB; hidden states, queries and keys add
+// 7 MB when asked for), so 64 MB keeps the last three long texts, or hundreds of the page's
+// sentences, and three engines (the precision figure's) stay under 200 MB.
+const MEMO_BYTES = 64 * 1024 * 1024;
 
 export const DEFAULT_MANIFEST_URL = new URL('../models/manifest.json', HERE).href;
 
@@ -109,66 +116,118 @@ async function fetchJson(url) {
   }
 }
 
+// A promise kept in map under key until it fails: a failed request or load is forgotten, so
+// that a retry starts afresh. promiseOf finds the promise in what make() returns.
+// An engine that trapped (AttentionEngine.onFailure) is forgotten the same way.
+function remembered(map, key, make, promiseOf = (value) => value) {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = make();
+    map.set(key, value);
+    const forget = () => {
+      if (map.get(key) === value) map.delete(key);
+    };
+    promiseOf(value).then((made) => {
+      if (made instanceof AttentionEngine) made.onFailure = forget;
+    }, forget);
+  }
+  return value;
+}
+
 // Every reader of one manifest in a page gets one request: the engines and the figures that
-// read its other entries (the precision figure). A failed request is forgotten, so a retry asks again.
+// read its other entries (the precision figure).
 const manifests = new Map();  // URL -> promise of the parsed manifest
 
 export function loadManifest(url = DEFAULT_MANIFEST_URL) {
-  if (!manifests.has(url)) {
-    const request = fetchJson(url);
-    manifests.set(url, request);
-    request.catch(() => {
-      if (manifests.get(url) === request) manifests.delete(url);
-    });
-  }
-  return manifests.get(url);
+  return remembered(manifests, url, () => fetchJson(url));
 }
 
 // Copies a typed-array view out of wasm memory: views die at the engine's next call.
 const copy = (view) => view.slice();
 
-function describeWasmFailure(error) {
-  const text = String(error?.message ?? error);
-  if (/memory|alloc|OOM/i.test(text)) {
-    return new EngineError('memory', `The engine ran out of memory (${text}). Try a shorter text or reload the page.`, { cause: error });
+// A trap inside the engine (an abort, a failed allocation, an out-of-bounds access) leaves its
+// instance unusable; the message says what the reader can do. During a model load the file is
+// the likely cause (too large, or crafted), not the page.
+export function describeWasmFailure(error, { loading = null } = {}) {
+  const text = String(error?.message ?? error).trim().replace(/[.\s]+$/, '');
+  const memory = /memory|alloc|OOM|Aborted/i.test(text);
+  if (loading) {
+    return new EngineError(memory ? 'memory' : 'engine', `The engine stopped while loading the model file ${loading} (${text}). The file is too large for this engine or damaged; try another model file.`, { cause: error });
   }
-  return new EngineError('engine', `The engine failed: ${text}. Reload the page to start it again.`, { cause: error });
+  if (memory) {
+    return new EngineError('memory', `The engine ran out of memory (${text}). Try a shorter text, or reload the page.`, { cause: error });
+  }
+  return new EngineError('engine', `The engine failed (${text}). Reload the page to start it again.`, { cause: error });
 }
 
-// One loaded model. Results are plain objects of copied typed arrays:
-//   tokens [{id, text, start, end, word}], n, layers, heads, hidden, truncated, fullLength,
-//   attention (L*H*n*n, [l][h][i][j]), headAverage (L*n*n), rollout (n*n),
-//   rowStats (L*H*n*ROW_STAT_FIELDS), roles (n), hiddenStates ((L+1)*n*d), queries, keys (L*n*d),
-//   headProfiles [{label, previousToken, ...}] (L*H).
+// The largest model file handed to the engine: the core holds the file's bytes and the
+// decoded f32 weights at once, in a 32-bit memory it shares with the page, and refuses more
+// than 768 MiB of weights anyway (MemoryBudget in wasm/core/model_file.h).
+export const MAX_MODEL_FILE_BYTES = 1024 * 1024 * 1024;
+
+// The outputs a caller may ask for beyond the defaults (OUTPUT_* bits of the wasm module).
+const VECTORS = ['hidden_states', 'queries', 'keys'];
+
+// What a result costs the memo: the bytes of its typed arrays (tokens and profiles are small).
+function resultBytes(result) {
+  let bytes = 0;
+  for (const value of Object.values(result)) if (ArrayBuffer.isView(value)) bytes += value.byteLength;
+  return bytes;
+}
+
+// The wasm module's own names for its enums must be the ones ./result.js reads results with; a
+// stale engine file next to a newer page is refused here, not misread later.
+function checkSchema(module) {
+  const schema = typeof module.schema === 'function' ? module.schema() : null;
+  const same = (a, b) => JSON.stringify(Array.from(a ?? [])) === JSON.stringify(Array.from(b));
+  if (!schema || module.ROW_STAT_FIELDS !== ROW_STAT_FIELDS || !same(schema.row_stats, Object.keys(ROW_STAT))
+      || !same(schema.roles, Object.keys(ROLE)) || !same(schema.head_labels, HEAD_LABELS)) {
+    throw new EngineError('engine', 'The engine file does not match this page\u2019s result schema (web/engine/result.js). Rebuild it with scripts/build.sh wasm.');
+  }
+}
+
+// One loaded model. analyze() returns a frozen plain object of copied typed arrays in the
+// result schema (read it through ./result.js); hidden_states, queries and keys are requested
+// from the core and copied only for analyze(text, {vectors: true}).
 export class AttentionEngine {
   constructor(module, native, info, timings) {
     this._module = module;
     this._native = native;
-    this._memo = new Map();
+    this._memo = new Map();  // text -> result, least recently used first
+    this._memoBytes = 0;
     this.info = info;
     this.timings = timings;
-    this.rowStatFields = module.ROW_STAT_FIELDS;
   }
 
-  analyze(text) {
+  analyze(text, { vectors = false } = {}) {
     if (typeof text !== 'string') throw new EngineError('input', 'The text to analyse must be a string.');
     if (text.length > MAX_TEXT_CHARS) {
-      throw new EngineError('input', `The text is ${text.length} characters long; the instrument takes at most ${MAX_TEXT_CHARS} (the model reads at most ${this.info.maxPositions} tokens).`);
+      throw new EngineError('input', `The text is ${text.length} characters long; the instrument takes at most ${MAX_TEXT_CHARS} (the model reads at most ${this.info.max_positions} tokens).`);
     }
-    const memo = this._memo.get(text);
-    if (memo) {
-      this._memo.delete(text);
-      this._memo.set(text, memo);  // most recently used last
-      return memo;
-    }
+    const kept = this._memo.get(text);
+    if (kept) this._forget(text);
+    // An entry without vectors is analysed again when they are asked for, and replaced.
+    const result = kept && (!vectors || kept.queries) ? kept : this._run(text, vectors);
+    this._remember(text, result);
+    return result;
+  }
+
+  _run(text, vectors) {
+    const m = this._module;
+    const outputs = vectors ? m.OUTPUT_HIDDEN_STATES | m.OUTPUT_QUERIES | m.OUTPUT_KEYS : 0;
     let raw;
+    if (this._failure) throw this._failure;
     try {
-      raw = this._native.analyze(text, 0);
+      raw = this._native.analyze(text, 0, outputs);
     } catch (error) {
-      throw describeWasmFailure(error);
+      // The instance cannot be trusted after a trap: every later call gets the same error, and
+      // the shared-engine cache forgets this engine so that a retry starts a fresh instance.
+      this._failure = describeWasmFailure(error);
+      this.onFailure?.(this);
+      throw this._failure;
     }
     if (raw.error !== undefined) throw new EngineError('input', raw.error);
-    const result = Object.freeze({
+    const result = {
       text,
       tokens: raw.tokens,
       n: raw.n,
@@ -176,20 +235,29 @@ export class AttentionEngine {
       heads: raw.heads,
       hidden: raw.hidden,
       truncated: raw.truncated,
-      fullLength: raw.fullLength,
+      full_length: raw.full_length,
       attention: copy(raw.attention),
-      headAverage: copy(raw.headAverage),
       rollout: copy(raw.rollout),
-      rowStats: copy(raw.rowStats),
+      row_stats: copy(raw.row_stats),
       roles: copy(raw.roles),
-      hiddenStates: copy(raw.hiddenStates),
-      queries: copy(raw.queries),
-      keys: copy(raw.keys),
-      headProfiles: raw.headProfiles,
-    });
+      head_profiles: raw.head_profiles,
+    };
+    if (vectors) for (const name of VECTORS) result[name] = copy(raw[name]);
+    return Object.freeze(result);
+  }
+
+  _remember(text, result) {
     this._memo.set(text, result);
-    if (this._memo.size > MEMO_LIMIT) this._memo.delete(this._memo.keys().next().value);
-    return result;
+    this._memoBytes += resultBytes(result);
+    // The newest result stays even when it alone is over the bound.
+    while (this._memoBytes > MEMO_BYTES && this._memo.size > 1) this._forget(this._memo.keys().next().value);
+  }
+
+  _forget(text) {
+    const result = this._memo.get(text);
+    if (!result) return;
+    this._memo.delete(text);
+    this._memoBytes -= resultBytes(result);
   }
 
   // The masked-LM head's k most likely tokens at one position of text.
@@ -200,31 +268,20 @@ export class AttentionEngine {
     return list;
   }
 
+  // The core's memory ({allocated_bytes, heap_bytes}) and the memo's (memo_bytes, memo_entries).
   memoryInfo() {
-    return this._native.memoryInfo();
+    return { ...this._native.memoryInfo(), memo_bytes: this._memoBytes, memo_entries: this._memo.size };
   }
 
   // The native side keeps the activations of its last analysis; predictions read them.
   _ensureCurrent(text) {
-    this._memo.delete(text);
-    this.analyze(text);
+    const vectors = Boolean(this._memo.get(text)?.queries);
+    this._forget(text);
+    this.analyze(text, { vectors });
   }
 }
 
-// Helpers for reading results.
-export function attentionRow(result, layer, head, row) {
-  const n = result.n;
-  const start = ((layer * result.heads + head) * n + row) * n;
-  return result.attention.subarray(start, start + n);
-}
-
-export function rowStats(result, layer, head, row, fields) {
-  const start = ((layer * result.heads + head) * result.n + row) * fields;
-  const s = result.rowStats;
-  return { max: s[start], argmax: s[start + 1], ratioToUniform: s[start + 2], entropy: s[start + 3], normalizedEntropy: s[start + 4], sum: s[start + 5] };
-}
-
-// The engine's two files, as scripts/build_site.mjs names them next to each other.
+// The engine's two files, as scripts/site/build_site.mjs names them next to each other.
 export const ENGINE_FILES = Object.freeze({ glue: 'attention_engine.js', wasm: 'attention_engine.wasm' });
 
 // Loads a model with an explicit configuration (tests and pages that want several models).
@@ -292,13 +349,18 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, model, 
   } catch (error) {
     throw describeWasmFailure(error);
   }
+  checkSchema(module);
+  if (modelBytes.length > MAX_MODEL_FILE_BYTES) {
+    throw new EngineError('model', `The model file ${resolvedModelUrl} is ${modelBytes.length} bytes, more than this engine loads (${MAX_MODEL_FILE_BYTES}); use a smaller or compact model file.`);
+  }
+  // Each engine has an instance of its own: a failed load discards it with everything it
+  // allocated, so no other engine's memory is ever touched by a bad file.
   const native = new module.Engine();
   let message;
   try {
     message = native.load(modelBytes);
   } catch (error) {
-    native.delete();
-    throw describeWasmFailure(error);
+    throw describeWasmFailure(error, { loading: resolvedModelUrl });
   }
   if (message) {
     native.delete();
@@ -336,22 +398,13 @@ function engineKey({ manifestUrl = DEFAULT_MANIFEST_URL, model = '', modelUrl = 
 export function getEngine(options = {}) {
   const asked = Object.values(options).some((v) => v !== undefined);
   if (!asked && shared.size) return shared.values().next().value;
-  const key = engineKey(options);
-  if (!shared.has(key)) {
-    const attempt = createEngine({
-      ...options,
-      onProgress: (p) => {
-        lastProgress = p;
-        for (const listener of progressListeners) listener(p);
-      },
-    });
-    shared.set(key, attempt);
-    // A failed load is forgotten so that a retry starts afresh.
-    attempt.catch(() => {
-      if (shared.get(key) === attempt) shared.delete(key);
-    });
-  }
-  return shared.get(key);
+  return remembered(shared, engineKey(options), () => createEngine({
+    ...options,
+    onProgress: (p) => {
+      lastProgress = p;
+      for (const listener of progressListeners) listener(p);
+    },
+  }));
 }
 
 // The page's engine if one was asked for (the first getEngine call's promise), else null.
@@ -365,22 +418,17 @@ export function currentEngine() {
 const side = new Map();  // key of the options -> {promise, listeners, last}
 
 export function getSideEngine(options, onProgress = () => {}) {
-  const key = engineKey(options);
-  let entry = side.get(key);
-  if (!entry) {
-    entry = { listeners: new Set(), last: null };
-    entry.promise = createEngine({
+  const entry = remembered(side, engineKey(options), () => {
+    const made = { listeners: new Set(), last: null };
+    made.promise = createEngine({
       ...options,
       onProgress: (p) => {
-        entry.last = p;
-        for (const listener of entry.listeners) listener(p);
+        made.last = p;
+        for (const listener of made.listeners) listener(p);
       },
     });
-    side.set(key, entry);
-    entry.promise.catch(() => {
-      if (side.get(key) === entry) side.delete(key);
-    });
-  }
+    return made;
+  }, (made) => made.promise);
   entry.listeners.add(onProgress);
   if (entry.last) onProgress(entry.last);
   return entry.promise;

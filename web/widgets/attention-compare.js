@@ -2,7 +2,8 @@
 // default the sharpest and the broadest for that token, picked from the loaded model) and
 // through head-averaged attention rollout, each with its ratio to uniform.
 import { ATTRIBUTES, AttentionFigure, define } from './base.js';
-import { attentionRowOf, headsForToken, rolloutRowOf, rowSummary, sharpestAndBroadest } from './data.js';
+import { attentionRow, rolloutRow, rowStat } from '../engine/result.js';
+import { headsForToken, rowSummary, sharpestAndBroadest } from './data.js';
 import { fmt, h, headName, headShort } from './dom.js';
 import { barLegend, rowChart, rowPanel } from './bars.js';
 
@@ -56,8 +57,8 @@ class AttentionCompare extends AttentionFigure {
     const panels = [0, 1].map((k) => {
       const picked = this.choice[k] === AUTO ? autos[k] : heads.find((x) => `${x.layer},${x.head}` === this.choice[k]) ?? autos[k];
       this.picked.push(picked);
-      const row = attentionRowOf(result, picked.layer, picked.head, token);
-      const s = rowSummary(row);
+      const row = attentionRow(result, picked.layer, picked.head, token);
+      const s = rowStat(result, picked.layer, picked.head, token);
       const select = h('select', {
         'aria-label': `Head for panel ${k + 1}`,
         on: { change: (e) => { this.choice[k] = e.target.value; this.render(this.view); this.updateTools(); } },
@@ -65,19 +66,20 @@ class AttentionCompare extends AttentionFigure {
       h('option', { value: AUTO, text: `${k === 0 ? 'Sharpest' : 'Broadest'} for this token (${headShort(autos[k].layer, autos[k].head)})` }),
       heads.map((x) => h('option', { value: `${x.layer},${x.head}`, text: headName(x.layer, x.head) })));
       select.value = this.choice[k];
-      return h('section.panel', { dataset: { kind: 'head', layer: String(picked.layer), head: String(picked.head), ratio: String(s.ratioToUniform) } },
+      return h('section.panel', { dataset: { kind: 'head', layer: String(picked.layer), head: String(picked.head), ratio: String(s.ratio_to_uniform) } },
         h('h3', { text: `${headName(picked.layer, picked.head)}` }),
         select,
-        h('div.ratio', {}, 'ratio to uniform ', h('b', { text: fmt(s.ratioToUniform, 2) })),
+        h('div.ratio', {}, 'ratio to uniform ', h('b', { text: fmt(s.ratio_to_uniform, 2) })),
         rowChart({ tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial: view.showSpecial, compact: true, digits: 3,
           caption: `\u201c${word}\u201d in ${headName(picked.layer, picked.head)}` }));
     });
-    const rollout = rolloutRowOf(result, token);
+    // The core keeps no statistics of rollout rows; they are summarised here.
+    const rollout = rolloutRow(result, token);
     const r = rowSummary(rollout);
-    panels.push(h('section.panel', { dataset: { kind: 'rollout', ratio: String(r.ratioToUniform) } },
+    panels.push(h('section.panel', { dataset: { kind: 'rollout', ratio: String(r.ratio_to_uniform) } },
       h('h3', { text: 'Rollout (all layers, heads averaged)' }),
       h('p.small.muted', { text: 'Each layer\u2019s heads averaged, half weight kept on the token itself for the residual path, multiplied through the layers.' }),
-      h('div.ratio', {}, 'ratio to uniform ', h('b', { text: fmt(r.ratioToUniform, 2) })),
+      h('div.ratio', {}, 'ratio to uniform ', h('b', { text: fmt(r.ratio_to_uniform, 2) })),
       rowChart({ tokens: result.tokens, roles: result.roles, row: rollout, selected: token, showSpecial: view.showSpecial, compact: true, digits: 3,
         caption: `\u201c${word}\u201d through attention rollout` })));
     this.bodyEl.replaceChildren(h('div.panels', {}, panels), barLegend(rollout, 1, 'weight (each panel scaled to its own largest weight)'));
@@ -102,12 +104,13 @@ class AttentionCompare extends AttentionFigure {
 
   exportPanels(view) {
     const { result, token } = view;
-    const panel = (row, title) => rowPanel({ tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial: view.showSpecial, title: `${title}: ratio ${fmt(rowSummary(row).ratioToUniform, 2)}` });
+    const panel = (row, title, ratio) => rowPanel({ tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial: view.showSpecial, title: `${title}: ratio ${fmt(ratio, 2)}` });
+    const rollout = rolloutRow(result, token);
     return {
       columns: 3,
       panels: [
-        ...this.picked.map((x) => panel(attentionRowOf(result, x.layer, x.head, token), headShort(x.layer, x.head))),
-        panel(rolloutRowOf(result, token), 'Rollout'),
+        ...this.picked.map((x) => panel(attentionRow(result, x.layer, x.head, token), headShort(x.layer, x.head), rowStat(result, x.layer, x.head, token).ratio_to_uniform)),
+        panel(rollout, 'Rollout', rowSummary(rollout).ratio_to_uniform),
       ],
       note: 'Each panel scaled to its own largest weight; dashed line: the uniform share 1/n; ratio: largest weight over 1/n.',
     };

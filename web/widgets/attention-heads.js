@@ -3,7 +3,8 @@
 // agree. Each panel names the token that head favours and its ratio to uniform; clicking a
 // panel selects that head for the other figures.
 import { AttentionFigure, define } from './base.js';
-import { attentionRowOf, headsForToken } from './data.js';
+import { attentionRow, headLabel, isSpecial } from '../engine/result.js';
+import { headsForToken } from './data.js';
 import { rowPanel } from './bars.js';
 import { fmt, h, headName, headShort, svg } from './dom.js';
 
@@ -37,13 +38,13 @@ class AttentionHeads extends AttentionFigure {
     const n = result.n;
     const heads = headsForToken(result, token);
     const word = result.tokens[token].text;
-    const visible = result.tokens.map((_, j) => view.showSpecial || (result.roles[j] !== 1 && result.roles[j] !== 2));
+    const visible = result.tokens.map((_, j) => view.showSpecial || !isSpecial(result.roles, j));
     const columns = visible.map((v, j) => (v ? j : -1)).filter((j) => j >= 0);
     const step = WIDTH / columns.length;
     const uniformY = HEIGHT * (1 - 1 / n);
     const focused = this.shadowRoot.activeElement?.dataset?.index;
     const panels = heads.map((x, k) => {
-      const row = attentionRowOf(result, x.layer, x.head, token);
+      const row = attentionRow(result, x.layer, x.head, token);
       const chart = svg('svg', { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, preserveAspectRatio: 'none', 'aria-hidden': 'true' },
         columns.map((j, c) => svg('rect', {
           class: j === token ? 'col self' : 'col',
@@ -52,13 +53,13 @@ class AttentionHeads extends AttentionFigure {
         svg('line', { class: 'base', x1: 0, x2: WIDTH, y1: HEIGHT, y2: HEIGHT }),
         svg('line', { class: 'uniform', x1: 0, x2: WIDTH, y1: uniformY, y2: uniformY }));
       const on = x.layer === layer && x.head === head;
-      const profile = result.headProfiles?.[k]?.label;
+      const profile = headLabel(result, x.layer, x.head);
       return h('button.multiple', {
-        type: 'button', 'aria-pressed': String(on), dataset: { index: String(k), layer: String(x.layer), head: String(x.head), ratio: String(x.ratioToUniform) },
-        'aria-label': `${headName(x.layer, x.head)}: favours ${result.tokens[x.argmax].text} with ${fmt(x.max, 3)}, ratio to uniform ${fmt(x.ratioToUniform, 2)}`,
+        type: 'button', 'aria-pressed': String(on), dataset: { index: String(k), layer: String(x.layer), head: String(x.head), ratio: String(x.ratio_to_uniform) },
+        'aria-label': `${headName(x.layer, x.head)}: favours ${result.tokens[x.argmax].text} with ${fmt(x.max, 3)}, ratio to uniform ${fmt(x.ratio_to_uniform, 2)}`,
         on: { click: () => this.select({ layer: x.layer, head: x.head }) },
       },
-      h('span.title', {}, h('b', { text: headShort(x.layer, x.head) }), h('span', { text: `\u00d7${fmt(x.ratioToUniform, 1)}` })),
+      h('span.title', {}, h('b', { text: headShort(x.layer, x.head) }), h('span', { text: `\u00d7${fmt(x.ratio_to_uniform, 1)}` })),
       chart,
       h('span.fav', { text: `\u2192 ${result.tokens[x.argmax].text} ${fmt(x.max, 2)}`, title: profile ? `head profile over the sentence: ${profile}` : undefined }));
     });
@@ -68,8 +69,8 @@ class AttentionHeads extends AttentionFigure {
         result.tokens.map((t) => h('th', { scope: 'col', text: t.text })))),
       h('tbody', {}, heads.map((x) => h('tr', {},
         h('th', { scope: 'row', text: headShort(x.layer, x.head) }),
-        h('td', { text: fmt(x.ratioToUniform, 2) }),
-        Array.from(attentionRowOf(result, x.layer, x.head, token), (v) => h('td', { text: fmt(v, 3) }))))));
+        h('td', { text: fmt(x.ratio_to_uniform, 2) }),
+        Array.from(attentionRow(result, x.layer, x.head, token), (v) => h('td', { text: fmt(v, 3) }))))));
     this.bodyEl.replaceChildren(
       h('div.multiples', { role: 'group', 'aria-label': `The row of ${word} in all ${heads.length} heads`, style: { '--heads': String(result.heads) } }, panels),
       h('div.legend', { 'aria-hidden': 'true' },
@@ -92,8 +93,8 @@ class AttentionHeads extends AttentionFigure {
     return {
       columns: result.heads,
       panels: headsForToken(result, token).map((x) => rowPanel({
-        tokens: result.tokens, roles: result.roles, row: attentionRowOf(result, x.layer, x.head, token), selected: token,
-        showSpecial: view.showSpecial, scaleMax: 1, title: `${headShort(x.layer, x.head)} \u00d7${fmt(x.ratioToUniform, 1)}`,
+        tokens: result.tokens, roles: result.roles, row: attentionRow(result, x.layer, x.head, token), selected: token,
+        showSpecial: view.showSpecial, scaleMax: 1, title: `${headShort(x.layer, x.head)} \u00d7${fmt(x.ratio_to_uniform, 1)}`,
       })),
       note: 'Every panel on one scale from 0 to 1; dashed line: the uniform share 1/n; \u00d7: ratio to uniform.',
     };

@@ -4,7 +4,8 @@
 // with its sum, the uniform share, the ratio to uniform and the entropy.
 import { AttentionFigure, define } from './base.js';
 import { css, paintCells, weightColour } from './colour.js';
-import { attentionRowOf, headsForToken, ROLE, rowSummary } from './data.js';
+import { attentionMatrix, attentionRow, isSpecial, rowStat } from '../engine/result.js';
+import { headsForToken } from './data.js';
 import { fmt, h, headName, headShort } from './dom.js';
 import { barLegend, barScale, rowChart, selectedRowPanels, specialShare } from './bars.js';
 import { PRESETS } from '../state.js';
@@ -118,7 +119,7 @@ class AttentionInstrument extends AttentionFigure {
     let group = null;
     let groupWord = null;
     result.tokens.forEach((token, i) => {
-      const special = result.roles[i] === ROLE.cls || result.roles[i] === ROLE.sep;
+      const special = isSpecial(result.roles, i);
       const chip = h(`button.chip${special ? '.special' : ''}`, {
         type: 'button', tabindex: '-1', 'aria-pressed': 'false', dataset: { token: String(i) },
         hidden: special && !view.showSpecial, text: token.text,
@@ -144,7 +145,8 @@ class AttentionInstrument extends AttentionFigure {
       picker.append(h('span.axis', { text: `L${layer + 1}`, 'aria-hidden': 'true' }));
       for (let head = 0; head < result.heads; ++head) {
         const canvas = h('canvas', { 'aria-hidden': 'true' });
-        paintCells(canvas, result.n, result.n, (i, j) => weightColour(result.attention[((layer * result.heads + head) * result.n + i) * result.n + j]));
+        const matrix = attentionMatrix(result, layer, head);
+        paintCells(canvas, result.n, result.n, (i, j) => weightColour(matrix[i * result.n + j]));
         const marker = h('div.marker', { 'aria-hidden': 'true' });
         const cell = h('button.cell', {
           type: 'button', tabindex: '-1', 'aria-pressed': 'false', dataset: { layer: String(layer), head: String(head) },
@@ -173,16 +175,16 @@ class AttentionInstrument extends AttentionFigure {
       const on = l === layer && hd === head;
       cell.setAttribute('aria-pressed', String(on));
       cell.tabIndex = on ? 0 : -1;
-      const s = rowSummary(attentionRowOf(result, l, hd, token));
-      cell.setAttribute('aria-label', `${headName(l, hd)}: ratio to uniform ${fmt(s.ratioToUniform, 2)} for ${result.tokens[token].text}`);
+      const s = rowStat(result, l, hd, token);
+      cell.setAttribute('aria-label', `${headName(l, hd)}: ratio to uniform ${fmt(s.ratio_to_uniform, 2)} for ${result.tokens[token].text}`);
       marker.style.top = `calc(2px + (100% - 4px) * ${token / result.n})`;
       marker.style.height = `calc((100% - 4px) / ${result.n})`;
     }
     if (focusInChips) this.chips[token].focus();
     if (focusInPicker) this.cells.find((c) => c.layer === layer && c.head === head)?.cell.focus();
 
-    const row = attentionRowOf(result, layer, head, token);
-    const s = rowSummary(row);
+    const row = attentionRow(result, layer, head, token);
+    const s = rowStat(result, layer, head, token);
     const word = result.tokens[token].text;
     const scaleMax = barScale(row);
     const chart = rowChart({
@@ -198,8 +200,8 @@ class AttentionInstrument extends AttentionFigure {
     this.factsSlot.replaceChildren(...[
       h('span', {}, 'Row sum ', h('b.row-sum', { text: fmt(s.sum, 6) })),
       h('span', {}, 'largest ', h('b', { text: fmt(s.max, 4) }), ` on \u201c${result.tokens[s.argmax].text}\u201d`),
-      h('span', {}, 'ratio to uniform ', h('b.ratio', { text: fmt(s.ratioToUniform, 2) })),
-      h('span', {}, 'entropy ', h('b', { text: fmt(s.entropy, 3) }), ` nats of at most ln ${s.n} = ${fmt(s.maxEntropy, 3)}`),
+      h('span', {}, 'ratio to uniform ', h('b.ratio', { text: fmt(s.ratio_to_uniform, 2) })),
+      h('span', {}, 'entropy ', h('b', { text: fmt(s.entropy, 3) }), ` nats of at most ln ${result.n} = ${fmt(Math.log(result.n), 3)}`),
       hiddenShare === null ? null : h('span.muted', { text: `[CLS] and [SEP] are hidden; they hold ${fmt(hiddenShare, 4)} of this row, and the sum counts them.` }),
     ].filter(Boolean));
 
@@ -211,7 +213,7 @@ class AttentionInstrument extends AttentionFigure {
         h('th', { scope: 'row', text: headShort(x.layer, x.head) }),
         h('td', { text: fmt(x.max, 4) }),
         h('td', { text: result.tokens[x.argmax].text }),
-        h('td', { text: fmt(x.ratioToUniform, 2) }),
+        h('td', { text: fmt(x.ratio_to_uniform, 2) }),
         h('td', { text: fmt(x.entropy, 3) }))))));
   }
 

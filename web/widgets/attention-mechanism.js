@@ -62,6 +62,8 @@ class AttentionMechanism extends AttentionFigure {
 
   static placeholderHeight = '24em';
 
+  static needsVectors = true;
+
   render(view) {
     if (!this.hasResult(view)) return;
     const { result, token, layer, head } = view;

@@ -4,10 +4,11 @@
 // whole sentence (every layer, head and row) against the fidelity bar; a switch puts the naive
 // plan (int8, one scale per tensor) in the compact file's place. The f32 and naive files are
 // large, so they download only when the reader asks; the manifest names them:
-//   manifest.precision = {reference, shipped, naive, bar}  (scripts/build_site.mjs)
+//   manifest.precision = {reference, shipped, naive, bar}  (scripts/site/build_site.mjs)
 import { currentEngine, DEFAULT_MANIFEST_URL, getSideEngine, loadManifest } from '../engine/engine.js';
 import { ATTRIBUTES, AttentionFigure, define } from './base.js';
-import { attentionDifference, ROLE } from './data.js';
+import { isSpecial } from '../engine/result.js';
+import { attentionDifference } from './data.js';
 import { fmt, h, headName, megabytes } from './dom.js';
 import { barScale, rowPanel } from './bars.js';
 import { CONTROLS_CSS, headMenu, tokenChips } from './controls.js';
@@ -210,7 +211,7 @@ class AttentionPrecision extends AttentionFigure {
     const scaleMax = Math.max(barScale(diff.reference), barScale(diff.other));
     const body = h('tbody');
     for (let j = 0; j < n; ++j) {
-      const special = reference.roles[j] === ROLE.cls || reference.roles[j] === ROLE.sep;
+      const special = isSpecial(reference.roles, j);
       body.append(h('tr', {
         dataset: { token: String(j), reference: String(diff.reference[j]), other: String(diff.other[j]), difference: String(diff.row[j]) },
         hidden: special && view.showSpecial === false, class: j === token ? 'selected' : undefined,

@@ -3,7 +3,7 @@
 // and the selected token's attention row as labelled bars with its sum, the uniform share 1/n,
 // the ratio to uniform and the entropy.
 import { AttentionFigure, define } from './base.js';
-import { attentionRowOf, rowSummary } from './data.js';
+import { attentionRow, rowStat } from '../engine/result.js';
 import { CONTROLS_CSS, headMenu, tokenChips } from './controls.js';
 import { fmt, h, headName } from './dom.js';
 import { barLegend, barScale, rowChart, selectedRowPanels, specialShare } from './bars.js';
@@ -19,8 +19,8 @@ class AttentionRow extends AttentionFigure {
     if (!this.hasResult(view)) return;
     const { result, token, layer, head } = view;
     const word = result.tokens[token].text;
-    const row = attentionRowOf(result, layer, head, token);
-    const s = rowSummary(row);
+    const row = attentionRow(result, layer, head, token);
+    const s = rowStat(result, layer, head, token);
     const scaleMax = barScale(row);
     const chart = rowChart({
       tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial: view.showSpecial, scaleMax,
@@ -35,8 +35,8 @@ class AttentionRow extends AttentionFigure {
       barLegend(row, scaleMax),
       h('div.facts', { 'aria-live': 'polite' },
         h('span', {}, 'Row sum ', h('b.row-sum', { text: fmt(s.sum, 6) })),
-        h('span', {}, 'ratio to uniform ', h('b.ratio', { text: fmt(s.ratioToUniform, 2) })),
-        h('span', {}, 'entropy ', h('b', { text: fmt(s.entropy, 3) }), ` of at most ${fmt(s.maxEntropy, 3)} nats`),
+        h('span', {}, 'ratio to uniform ', h('b.ratio', { text: fmt(s.ratio_to_uniform, 2) })),
+        h('span', {}, 'entropy ', h('b', { text: fmt(s.entropy, 3) }), ` of at most ${fmt(Math.log(result.n), 3)} nats`),
         hiddenShare === null ? null : h('span.muted', { text: `[CLS] and [SEP] hidden; they hold ${fmt(hiddenShare, 4)}.` })));
   }
 

@@ -2,7 +2,7 @@
 // with its label, a bar and its value, and the uniform share 1/n is a dashed line through the
 // bars. Every table row carries the full-precision weight in data-value.
 import { fmt, h, headName } from './dom.js';
-import { attentionRowOf, ROLE, rowSummary } from './data.js';
+import { attentionRow, isSpecial, rowStat } from '../engine/result.js';
 
 // The bar scale's top: the row's largest weight (or 1/n) rounded up to a tenth.
 export function barScale(row) {
@@ -18,7 +18,7 @@ export function rowChart({ tokens, roles, row, selected = -1, showSpecial = true
   for (let j = 1; j < n; ++j) if (row[j] > row[top]) top = j;
   const body = h('tbody');
   for (let j = 0; j < n; ++j) {
-    const special = roles[j] === ROLE.cls || roles[j] === ROLE.sep;
+    const special = isSpecial(roles, j);
     const tr = h('tr', {
       dataset: { token: String(j), value: String(row[j]) },
       hidden: special && !showSpecial,
@@ -46,7 +46,7 @@ export function barLegend(row, scaleMax = barScale(row), label = `weight (bars r
 // The share of a row that lands on [CLS] and [SEP].
 export function specialShare(row, roles) {
   let s = 0;
-  for (let j = 0; j < row.length; ++j) if (roles[j] === ROLE.cls || roles[j] === ROLE.sep) s += row[j];
+  for (let j = 0; j < row.length; ++j) if (isSpecial(roles, j)) s += row[j];
   return s;
 }
 
@@ -54,7 +54,7 @@ export function specialShare(row, roles) {
 export function rowPanel({ tokens, roles, row, selected = -1, showSpecial = true, title, scaleMax = barScale(row) }) {
   const keep = [];
   for (let j = 0; j < row.length; ++j) {
-    if (showSpecial || (roles[j] !== ROLE.cls && roles[j] !== ROLE.sep)) keep.push(j);
+    if (showSpecial || !isSpecial(roles, j)) keep.push(j);
   }
   return {
     title,
@@ -68,14 +68,14 @@ export function rowPanel({ tokens, roles, row, selected = -1, showSpecial = true
 
 // The picture of the selected token's row in the selected head (the instrument and the row).
 export function selectedRowPanels({ result, token, layer, head, showSpecial }) {
-  const row = attentionRowOf(result, layer, head, token);
-  const s = rowSummary(row);
+  const row = attentionRow(result, layer, head, token);
+  const s = rowStat(result, layer, head, token);
   const hidden = showSpecial ? '' : ` [CLS] and [SEP] not drawn; they hold ${fmt(specialShare(row, result.roles), 4)}.`;
   return {
     panels: [rowPanel({
       tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial,
-      title: `${headName(layer, head)}: row sum ${fmt(s.sum, 6)}, ratio to uniform ${fmt(s.ratioToUniform, 2)}`,
+      title: `${headName(layer, head)}: row sum ${fmt(s.sum, 6)}, ratio to uniform ${fmt(s.ratio_to_uniform, 2)}`,
     })],
-    note: `Dashed line: the uniform share 1/${s.n} = ${fmt(1 / s.n, 4)}.${hidden}`,
+    note: `Dashed line: the uniform share 1/${result.n} = ${fmt(1 / result.n, 4)}.${hidden}`,
   };
 }

@@ -1,15 +1,17 @@
 // The base of every attention figure: a custom element with a shadow root, a status line
-// (example, live, or what failed with a retry) and a body the subclass draws from a "view":
+// (example, live, or what failed with a retry) and a body the subclass draws from a "view"
+// (figureView() builds it):
 //   { result, token, layer, head, showSpecial, mode: 'example'|'live'|'loading'|'error',
 //     model: {name, note, ...}, progress: {percent, loaded, total}, error: {message},
-//     ready: engine loaded, sentence, sources: {[attribute]: absolute URL} }
+//     ready: engine loaded, sentence, inputError, sources: {[attribute]: absolute URL} }
 // The article hands every figure the same view. Readers' choices leave a figure as events
 // (bubbling out of the shadow root) so that the page's state decides what happens. Under the
 // body every figure has a toolbar: the code to embed it as it is now, and SVG and PNG downloads.
 import { DEFAULT_MANIFEST_URL, getEngine, onEngineProgress } from '../engine/engine.js';
-import { describeModel, resolveSelection, ROLE } from './data.js';
-import { h, headName } from './dom.js';
-import { download, figureSvg, pngBlob, svgText } from './export.js';
+import { ROLE } from '../engine/result.js';
+import { describeModel, resolveSelection } from './data.js';
+import { h, headName, megabytes } from './dom.js';
+import { download, figureSvg, modelLine, pngBlob, svgText } from './export.js';
 import { elementSnippet, frameSnippet } from './snippet.js';
 import { BASE_CSS, EMBEDDED_CSS } from './style.js';
 import { DEFAULT_WORD_TEXT, PRESETS } from '../state.js';
@@ -57,15 +59,42 @@ export const EVENTS = Object.freeze({
   retry: 'attention-retry',    // the reader asked to retry a failed load
 });
 
-const megabytes = (bytes) => (bytes / 1e6).toFixed(1);
-
 export function progressText(progress) {
   if (!progress) return 'Starting the download of the engine and the model\u2026';
   const percent = Math.floor(progress.percent ?? 0);
-  if (percent >= 100) return `Downloaded ${megabytes(progress.loaded)} MB (100%); starting the engine\u2026`;
+  if (percent >= 100) return `Downloaded ${megabytes(progress.loaded)} (100%); starting the engine\u2026`;
   return progress.total
-    ? `Loading the live model: ${megabytes(progress.loaded)} of ${megabytes(progress.total)} MB (${percent}%)`
-    : `Loading the live model: ${megabytes(progress.loaded)} MB`;
+    ? `Loading the live model: ${megabytes(progress.loaded)} of ${megabytes(progress.total)} (${percent}%)`
+    : `Loading the live model: ${megabytes(progress.loaded)}`;
+}
+
+// The one view builder, for the article and for a figure on its own. With an engine the result
+// is its analysis of `sentence` (with hidden states, queries and keys when `vectors`); without
+// one it is the example, if any. A sentence the engine refuses leaves `previous` (the last good
+// live result) on screen with inputError saying why, or, with no previous result, makes the
+// view's error. `selection` ({token, layer, head}, -1 for a default, or a function of the result
+// giving one) is resolved on the result, the default token being the first spelled `wordText`.
+// The rest (model, progress, error, ready, showSpecial, sources) goes into the view as it is.
+export function figureView({ engine = null, example = null, sentence, vectors = false, previous = null, selection, wordText, ...rest }) {
+  const view = { model: null, progress: null, error: null, ready: Boolean(engine), showSpecial: true, sources: {}, ...rest, sentence, result: example, inputError: null };
+  if (engine) {
+    view.mode = 'live';
+    try {
+      view.result = engine.analyze(sentence, { vectors });
+    } catch (error) {
+      view.result = previous;
+      if (previous) {
+        view.inputError = error.message;
+      } else {
+        view.mode = 'error';
+        view.error = { message: error.message, kind: error.kind };
+      }
+    }
+  } else {
+    view.mode = view.error ? 'error' : example ? 'example' : 'loading';
+  }
+  if (view.result) Object.assign(view, resolveSelection(view.result, typeof selection === 'function' ? selection(view.result) : selection, wordText));
+  return view;
 }
 
 export class AttentionFigure extends HTMLElement {
@@ -77,6 +106,10 @@ export class AttentionFigure extends HTMLElement {
 
   // False for figures that compute everything themselves (the softmax lab).
   static needsModel = true;
+
+  // True for figures that draw hidden states, queries and keys (the mechanism figure): only
+  // then does the engine copy them out.
+  static needsVectors = false;
 
   // What the iframe form needs for this figure's height, in CSS pixels.
   static frameHeight = 520;
@@ -184,29 +217,19 @@ export class AttentionFigure extends HTMLElement {
   refreshStandalone() {
     const { engine, error, progress } = this._standalone;
     const given = this.getAttribute(ATTRIBUTES.sentence);
-    const sentence = given ?? PRESETS[0];
-    const view = {
-      mode: engine ? 'live' : error ? 'error' : 'loading', error, progress, ready: Boolean(engine),
-      model: engine ? describeModel(engine.info) : null, sentence, result: null,
-      showSpecial: !this.hasAttribute(ATTRIBUTES.hideSpecial), sources: this.sources(),
+    const word = this.getAttribute(ATTRIBUTES.word) ?? (given === null ? DEFAULT_WORD_TEXT : '');
+    const oneBased = (name) => (/^\d+$/.test(this.getAttribute(name) ?? '') ? Number(this.getAttribute(name)) - 1 : -1);
+    // `word` is a token's position or its text (any case, never [CLS]).
+    const selection = (result) => {
+      let token = /^\d+$/.test(word) ? Number(word) : result.tokens.findIndex((t, i) => t.text.toLowerCase() === word.toLowerCase() && result.roles[i] !== ROLE.cls);
+      if (!(token >= 0 && token < result.n)) token = -1;
+      return { token, layer: oneBased(ATTRIBUTES.layer), head: oneBased(ATTRIBUTES.head) };
     };
-    if (engine) {
-      try {
-        view.result = engine.analyze(sentence);
-      } catch (analysisError) {
-        view.mode = 'error';
-        view.error = { message: analysisError.message, kind: analysisError.kind };
-      }
-    }
-    if (view.result) {
-      const word = this.getAttribute(ATTRIBUTES.word) ?? (given === null ? DEFAULT_WORD_TEXT : '');
-      const tokens = view.result.tokens;
-      let token = /^\d+$/.test(word) ? Number(word) : tokens.findIndex((t, i) => t.text.toLowerCase() === word.toLowerCase() && view.result.roles[i] !== ROLE.cls);
-      if (!(token >= 0 && token < tokens.length)) token = -1;
-      const oneBased = (name) => (/^\d+$/.test(this.getAttribute(name) ?? '') ? Number(this.getAttribute(name)) - 1 : -1);
-      Object.assign(view, resolveSelection(view.result, { token, layer: oneBased(ATTRIBUTES.layer), head: oneBased(ATTRIBUTES.head) }, word));
-    }
-    this.view = view;
+    this.view = figureView({
+      engine, sentence: given ?? PRESETS[0], vectors: this.constructor.needsVectors, selection, wordText: word,
+      error, progress, model: engine ? describeModel(engine.info) : null,
+      showSpecial: !this.hasAttribute(ATTRIBUTES.hideSpecial), sources: this.sources(),
+    });
   }
 
   emit(name, detail = {}) {
@@ -350,7 +373,7 @@ export class AttentionFigure extends HTMLElement {
 
   contextLines({ result, model }) {
     const lines = [`Sentence: \u201c${result.text}\u201d`];
-    if (model) lines.push(`Model: ${model.name}${model.note ? ` (${model.note})` : ''}`);
+    if (model) lines.push(modelLine(model));
     return lines;
   }
 

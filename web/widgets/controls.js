@@ -2,7 +2,7 @@
 // and a menu of every layer and head. Readers' choices go to onSelect as a patch of
 // {token} or {layer, head}; the figure passes them on as its select event.
 import { h, headName } from './dom.js';
-import { ROLE } from './data.js';
+import { isSpecial } from '../engine/result.js';
 
 export const CONTROLS_CSS = `
   .controls { display: flex; flex-wrap: wrap; gap: 0.4em 0.8em; align-items: center; margin-bottom: 0.5em; }
@@ -19,7 +19,7 @@ export const CONTROLS_CSS = `
 // The tokens as a group of toggle buttons; [CLS] and [SEP] are hidden unless showSpecial.
 export function tokenChips(result, selected, showSpecial, onSelect, label) {
   const chips = result.tokens.map((t, i) => {
-    const special = result.roles[i] === ROLE.cls || result.roles[i] === ROLE.sep;
+    const special = isSpecial(result.roles, i);
     return h(`button.chip${special ? '.special' : ''}`, {
       type: 'button', 'aria-pressed': String(i === selected), dataset: { token: String(i) },
       hidden: special && !showSpecial, text: t.text,

@@ -1,23 +1,11 @@
-// Reading attention results, shared by every widget and by scripts/make_examples.mjs. A
-// "result" is the engine's analyze() output, or the same shape decoded from a precomputed
-// example: tokens, n, layers, heads, hidden, attention (L*H*n*n, [l][h][i][j]), rollout (n*n),
-// roles (n), headProfiles (L*H), and either the engine's hiddenStates/queries/keys or, for an
-// example, the vectors of its one opening selection.
+// Reading attention results, shared by every widget and by scripts/site/make_examples.mjs. A
+// "result" is the engine's analyze() output, or the same schema decoded from a precomputed
+// example (web/engine/result.js describes it and holds every accessor); an example carries, in
+// place of hidden_states, queries and keys, the vectors of its one opening selection.
+import { attentionPosition, attentionRow, ROLE, rowStat, tokenVector } from '../engine/result.js';
 
-export const ROLE = Object.freeze({ ordinary: 0, cls: 1, sep: 2, punctuation: 3 });
-
-export function attentionRowOf(result, layer, head, token) {
-  const n = result.n;
-  const start = ((layer * result.heads + head) * n + token) * n;
-  return result.attention.subarray(start, start + n);
-}
-
-export function rolloutRowOf(result, token) {
-  return result.rollout.subarray(token * result.n, (token + 1) * result.n);
-}
-
-// The numbers the article quotes about one row: its sum, its largest weight and where, the
-// largest weight over the uniform share 1/n, and the entropy in nats against its ceiling ln n.
+// The statistics of a row the core did not analyse (a rollout row, a row recomputed here), in
+// the core's field names (ROW_STAT), with n, the uniform share 1/n and the entropy's ceiling ln n.
 export function rowSummary(row) {
   const n = row.length;
   let sum = 0;
@@ -37,20 +25,18 @@ export function rowSummary(row) {
   return {
     n, sum, max, argmax,
     uniform: 1 / n,
-    ratioToUniform: max * n,
+    ratio_to_uniform: max * n,
     entropy,
-    maxEntropy,
-    normalizedEntropy: n > 1 ? entropy / maxEntropy : 0,
+    max_entropy: maxEntropy,
+    normalized_entropy: n > 1 ? entropy / maxEntropy : 0,
   };
 }
 
-// Every head's reading of one token's row, in layer-major order.
+// Every head's reading of one token's row (the core's row statistics), in layer-major order.
 export function headsForToken(result, token) {
   const out = [];
   for (let layer = 0; layer < result.layers; ++layer) {
-    for (let head = 0; head < result.heads; ++head) {
-      out.push({ layer, head, ...rowSummary(attentionRowOf(result, layer, head, token)) });
-    }
+    for (let head = 0; head < result.heads; ++head) out.push({ layer, head, ...rowStat(result, layer, head, token) });
   }
   return out;
 }
@@ -61,8 +47,8 @@ export function sharpestAndBroadest(result, token) {
   let sharpest = heads[0];
   let broadest = heads[0];
   for (const h of heads) {
-    if (h.ratioToUniform > sharpest.ratioToUniform) sharpest = h;
-    if (h.normalizedEntropy > broadest.normalizedEntropy) broadest = h;
+    if (h.ratio_to_uniform > sharpest.ratio_to_uniform) sharpest = h;
+    if (h.normalized_entropy > broadest.normalized_entropy) broadest = h;
   }
   return { sharpest, broadest };
 }
@@ -97,20 +83,18 @@ export function softmax(scores) {
 // The vectors behind one attention row, and the row recomputed from them: the input x_i to the
 // layer (d), the query q_i = x_i W_Q^T + b_Q (d), its slice for the head (d_head), each key k_j's
 // slice (n rows of d_head), the dot products q.k_j, the same over sqrt(d_head), and the softmax.
-// Returns null when the result holds no vectors for this selection (an example's other rows).
+// Returns null when the result holds no vectors for this selection (an example's other rows, or
+// an engine result analysed without {vectors: true}).
 export function mechanism(result, layer, head, token) {
   const { n, hidden: d, heads } = result;
   const dHead = d / heads;
   let x;
   let q;
   const keys = [];
-  if (result.queries && result.keys && result.hiddenStates) {
-    x = result.hiddenStates.subarray((layer * n + token) * d, (layer * n + token + 1) * d);
-    q = result.queries.subarray((layer * n + token) * d, (layer * n + token + 1) * d);
-    for (let j = 0; j < n; ++j) {
-      const start = (layer * n + j) * d + head * dHead;
-      keys.push(result.keys.subarray(start, start + dHead));
-    }
+  if (result.queries && result.keys && result.hidden_states) {
+    x = tokenVector(result.hidden_states, result, layer, token);
+    q = tokenVector(result.queries, result, layer, token);
+    for (let j = 0; j < n; ++j) keys.push(tokenVector(result.keys, result, layer, j).subarray(head * dHead, (head + 1) * dHead));
   } else {
     const v = result.vectors;
     if (!v || v.layer !== layer || v.head !== head || v.token !== token) return null;
@@ -127,7 +111,7 @@ export function mechanism(result, layer, head, token) {
   });
   const scores = dots.map((s) => s / scale);
   const { weights } = softmax(scores);
-  const engineRow = attentionRowOf(result, layer, head, token);
+  const engineRow = attentionRow(result, layer, head, token);
   let maxDifference = 0;
   for (let j = 0; j < n; ++j) maxDifference = Math.max(maxDifference, Math.abs(weights[j] - engineRow[j]));
   return {
@@ -144,8 +128,8 @@ export function attentionDifference(reference, other, layer, head, token) {
   const same = other.n === n && other.layers === reference.layers && other.heads === reference.heads
     && reference.tokens.every((t, i) => t.id === other.tokens[i].id);
   if (!same) throw new Error('The two models did not read the sentence as the same tokens, so their attention cannot be compared.');
-  const a = attentionRowOf(reference, layer, head, token);
-  const b = attentionRowOf(other, layer, head, token);
+  const a = attentionRow(reference, layer, head, token);
+  const b = attentionRow(other, layer, head, token);
   const row = new Float64Array(n);
   let rowMax = 0;
   for (let j = 0; j < n; ++j) {
@@ -163,33 +147,21 @@ export function attentionDifference(reference, other, layer, head, token) {
       at = k;
     }
   }
-  const where = { column: at % n, row: Math.floor(at / n) % n, head: Math.floor(at / (n * n)) % reference.heads, layer: Math.floor(at / (n * n * reference.heads)) };
-  return { row, rowMax, sentenceMax, where, reference: a, other: b, rows: reference.layers * reference.heads * n };
+  return { row, rowMax, sentenceMax, where: attentionPosition(reference, at), reference: a, other: b, rows: reference.layers * reference.heads * n };
 }
 
-// A precomputed example (scripts/make_examples.mjs) as a result the widgets can read.
+// A precomputed example (scripts/site/make_examples.mjs) as a result the widgets can read: the
+// result schema with its arrays as JSON arrays, decoded into the engine's typed arrays.
 export function resultFromExample(example) {
   const a = example.analysis;
+  const v = a.vectors;
   return {
-    text: a.text,
-    tokens: a.tokens,
-    n: a.n,
-    layers: a.layers,
-    heads: a.heads,
-    hidden: a.hidden,
-    truncated: a.truncated,
+    ...a,
     attention: Float32Array.from(a.attention),
     rollout: Float32Array.from(a.rollout),
+    row_stats: Float32Array.from(a.row_stats),
     roles: Uint8Array.from(a.roles),
-    headProfiles: a.headProfiles,
-    vectors: {
-      token: a.vectors.token,
-      layer: a.vectors.layer,
-      head: a.vectors.head,
-      x: Float32Array.from(a.vectors.x),
-      q: Float32Array.from(a.vectors.q),
-      keys: Float32Array.from(a.vectors.keys),
-    },
+    vectors: { token: v.token, layer: v.layer, head: v.head, x: Float32Array.from(v.x), q: Float32Array.from(v.q), keys: Float32Array.from(v.keys) },
   };
 }
 
@@ -204,6 +176,8 @@ export function describeModel(info) {
     // An unreadable provenance is reported as unknown below.
   }
   const source = typeof provenance.source === 'string' ? provenance.source : '';
+  // The weights' terms, as the file states them (an SPDX id such as GPL-2.0-or-later); '' if none.
+  const license = [provenance.license, provenance.licence].find((v) => typeof v === 'string' && v.trim())?.trim().slice(0, 200) ?? '';
   const name = String(info?.name ?? 'unnamed model');
   const text = `${name} ${source} ${provenance.generator ?? ''}`.toLowerCase();
   const trainingKeys = ['training', 'steps', 'tokens_seen', 'train_seconds', 'corpus_manifest_sha256', 'corpus'];
@@ -229,7 +203,7 @@ export function describeModel(info) {
     kind = 'unknown';
     note = source ? `source: ${source}` : 'no provenance recorded';
   }
-  return { name, kind, note, source, precision: info?.precision ?? '' };
+  return { name, kind, note, source, license, precision: info?.precision ?? '' };
 }
 
 // Steps and tokens of a training record, through the runs it continued (train_default_model.py

@@ -1,4 +1,4 @@
-// The embedding bundle's entry: scripts/build_embed.mjs turns it into web/dist/attention-widgets.js,
+// The embedding bundle's entry: scripts/site/build_embed.mjs turns it into web/dist/attention-widgets.js,
 // the one script another site loads. It defines every figure as a custom element that follows
 // its own attributes; they all share one engine and one model download, found beside the bundle
 // (../models/manifest.json from its own URL) unless the attributes name others.

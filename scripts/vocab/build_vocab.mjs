@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 
 const EXPECTED_SHA256 = '07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3';
 const EXPECTED_BYTES = 231508;
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const out = process.argv[2] ?? join(root, 'model_data', 'vocab.txt');
 
 const require = createRequire(import.meta.url);

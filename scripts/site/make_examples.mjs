@@ -1,22 +1,24 @@
 // Writes the precomputed example the article draws before the engine has loaded: the first
 // preset sentence analysed by the native CLI (attention, rollout, head profiles) with the same
-// model file the page will load, plus the query and key vectors of the opening selection (from
-// the wasm engine in Node, since the CLI does not print them). The CLI's and the engine's
+// model file the page will load, plus the row statistics and the query and key vectors of the
+// opening selection (from the wasm engine in Node, since the CLI does not print them). The
+// example's analysis is the engine's result schema (web/engine/result.js) with JSON arrays. The CLI's and the engine's
 // attention are compared and the largest difference printed, so a stale or mismatched engine
 // fails here rather than on the page. Files are named by the model's sha256, so the page never
 // shows an example computed by another model.
-// Usage: node scripts/make_examples.mjs [--manifest web/models/manifest.json] [--out web/examples]
+// Usage: node scripts/site/make_examples.mjs [--manifest web/models/manifest.json] [--out web/examples]
 //                                       [--cli build/native/attention-cli]
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import { createEngine } from '../web/engine/engine.js';
-import { DEFAULT_WORD_TEXT, PRESETS } from '../web/state.js';
-import { resolveSelection } from '../web/widgets/data.js';
+import { createEngine } from '../../web/engine/engine.js';
+import { DEFAULT_WORD_TEXT, PRESETS } from '../../web/state.js';
+import { tokenVector } from '../../web/engine/result.js';
+import { resolveSelection } from '../../web/widgets/data.js';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 // The CLI (native, FMA) and the wasm engine sum in different orders; on the random test models,
 // whose scores are deliberately large, the engine test's bar is 1e-5.
 const CLI_ENGINE_TOLERANCE = 1e-5;
@@ -58,7 +60,7 @@ export async function makeExamples({ manifestPath, outDir, cli }) {
     } finally {
       rmSync(nodeManifestPath, { force: true });
     }
-    const live = engine.analyze(text);
+    const live = engine.analyze(text, { vectors: true });
 
     const ids = (tokens) => tokens.map((t) => `${t.id}:${t.start}:${t.end}`).join(' ');
     if (ids(live.tokens) !== ids(fromCli.tokens)) throw new Error(`${key}: the CLI and the engine tokenize "${text}" differently.`);
@@ -70,40 +72,30 @@ export async function makeExamples({ manifestPath, outDir, cli }) {
     if (!(maxDifference <= CLI_ENGINE_TOLERANCE)) throw new Error(`${key}: the CLI and the wasm engine disagree by ${maxDifference}; rebuild both.`);
 
     const { n, layers, heads, hidden } = live;
-    const result = { n, layers, heads, hidden, tokens: fromCli.tokens, roles: live.roles, attention: Float32Array.from(attention) };
+    const result = { n, layers, heads, hidden, tokens: fromCli.tokens, roles: live.roles, attention: Float32Array.from(attention), row_stats: live.row_stats };
     const { token, layer, head } = resolveSelection(result, { token: -1, layer: -1, head: -1 }, DEFAULT_WORD_TEXT);
     const dHead = hidden / heads;
-    const at = (array, l, i) => array.subarray((l * n + i) * hidden, (l * n + i + 1) * hidden);
     const keys = [];
-    for (let j = 0; j < n; ++j) keys.push(...at(live.keys, layer, j).subarray(head * dHead, (head + 1) * dHead));
+    for (let j = 0; j < n; ++j) keys.push(...tokenVector(live.keys, live, layer, j).subarray(head * dHead, (head + 1) * dHead));
 
     const example = {
-      generator: 'scripts/make_examples.mjs (attention, rollout and head profiles from attention-cli analyze --json)',
+      generator: 'scripts/site/make_examples.mjs (attention, rollout and head profiles from attention-cli analyze --json; row statistics and vectors from the wasm engine)',
       model: { key, sha256: entry.sha256, name: engine.info.name, provenance: engine.info.provenance, precision: engine.info.precision },
       analysis: {
         text,
         tokens: fromCli.tokens,
         n, layers, heads, hidden,
         truncated: fromCli.truncated,
+        full_length: fromCli.full_length,
         roles: Array.from(live.roles),
         attention: attention.map(round9),
         rollout: rollout.map(round9),
-        headProfiles: fromCli.head_profiles.map((p) => ({
-          label: p.label,
-          previousToken: p.previous_token,
-          nextToken: p.next_token,
-          cls: p.cls,
-          sep: p.sep,
-          self: p.self,
-          punctuation: p.punctuation,
-          meanEntropy: p.mean_entropy,
-          meanNormalizedEntropy: p.mean_normalized_entropy,
-          meanRatioToUniform: p.mean_ratio_to_uniform,
-        })),
+        row_stats: Array.from(live.row_stats, round9),  // the wasm core's; the CLI prints none
+        head_profiles: fromCli.head_profiles,
         vectors: {
           token, layer, head,
-          x: Array.from(at(live.hiddenStates, layer, token), round9),
-          q: Array.from(at(live.queries, layer, token), round9),
+          x: Array.from(tokenVector(live.hidden_states, live, layer, token), round9),
+          q: Array.from(tokenVector(live.queries, live, layer, token), round9),
           keys: keys.map(round9),
         },
       },

@@ -3,22 +3,22 @@
 // engine in headless Chromium, side by side in one run, with the wasm/native ratio; then the
 // time from page load to engine ready in Chromium, split into fetch, compile and model parse.
 // The machine is shared and noisy: every figure is a median over repeats, measured in one run.
-// Usage: node scripts/bench_engine.mjs [MODEL.attn]   (default: the site's default model)
-// Needs: scripts/build.sh native wasm && node scripts/build_site.mjs
+// Usage: node scripts/bench/bench_engine.mjs [MODEL.attn]   (default: the site's default model)
+// Needs: scripts/build.sh native wasm && node scripts/site/build_site.mjs
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import { launchChromium, serve } from '../tests/browser/harness.mjs';
-import { createEngine } from '../web/engine/engine.js';
+import { launchChromium, serve } from '../../tests/browser/harness.mjs';
+import { createEngine } from '../../web/engine/engine.js';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const LENGTHS = [8, 16, 32, 64, 128];
 const siteManifest = join(root, 'web', 'models', 'manifest.json');
 if (!existsSync(siteManifest)) {
-  console.error('bench_engine: web/models/manifest.json is missing; run scripts/build.sh native wasm && node scripts/build_site.mjs');
+  console.error('bench_engine: web/models/manifest.json is missing; run scripts/build.sh native wasm && node scripts/site/build_site.mjs');
   process.exit(1);
 }
 const site = JSON.parse(readFileSync(siteManifest, 'utf8'));

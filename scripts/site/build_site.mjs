@@ -1,8 +1,8 @@
 // Assembles what the page serves next to web/: copies the wasm engine from build/wasm into
 // web/engine/ and the model files from model_data/ into web/models/, writes
 // web/models/manifest.json naming each with its size and sha256 (the JS engine's cache keys),
-// and bundles the embeddable widgets into web/dist/ (scripts/build_embed.mjs).
-// Usage: node scripts/build_site.mjs [--default NAME] [--model FILE.attn ...]
+// and bundles the embeddable widgets into web/dist/ (scripts/site/build_embed.mjs).
+// Usage: node scripts/site/build_site.mjs [--default NAME] [--model FILE.attn ...]
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
@@ -10,9 +10,10 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { buildEmbed } from './build_embed.mjs';
+import { copyWithBanner, ENGINE_BANNER } from './licence_banners.mjs';
 import { makeExamples } from './make_examples.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
 let defaultName = null;
 const extraModels = [];
@@ -36,7 +37,9 @@ for (const file of ['attention_engine.js', 'attention_engine.wasm']) {
     console.error(`build_site: ${join(built, file)} is missing; run scripts/build.sh wasm first.`);
     process.exit(1);
   }
-  copyFileSync(join(built, file), join(engineDir, file));
+  // The glue an embedding site copies carries the licence banner; the wasm is copied as built.
+  if (file.endsWith('.js')) copyWithBanner(join(built, file), join(engineDir, file), ENGINE_BANNER);
+  else copyFileSync(join(built, file), join(engineDir, file));
 }
 const wasm = readFileSync(join(engineDir, 'attention_engine.wasm'));
 
@@ -63,7 +66,7 @@ if (models[REFERENCE] && models[COMPACT]) {
   const source = join(root, 'model_data', `${REFERENCE}.attn`);
   const naivePath = join(modelsDir, `${NAIVE}.attn`);
   if (!existsSync(naivePath) || statSync(naivePath).mtimeMs < statSync(source).mtimeMs) {
-    execFileSync(process.env.PY ?? '/usr/bin/python3', [join(root, 'scripts', 'convert_model.py'), 'requantize', source, naivePath, '--precision', NAIVE_PLAN], { stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync(process.env.PY ?? '/usr/bin/python3', ['-m', 'scripts.model.convert_model', 'requantize', source, naivePath, '--precision', NAIVE_PLAN], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
   }
   const bytes = readFileSync(naivePath);
   models[NAIVE] = { file: `${NAIVE}.attn`, bytes: bytes.length, sha256: sha256(bytes) };
@@ -86,7 +89,7 @@ const manifest = {
   models,
   engine: { glue: '../engine/attention_engine.js', wasm: '../engine/attention_engine.wasm', bytes: wasm.length, sha256: sha256(wasm) },
 };
-// The fidelity bar is DESIGN.md's: compact attention within 1e-3 of f32.
+// The fidelity bar (docs/ARCHITECTURE.md): compact attention within 1e-3 of f32.
 if (models[NAIVE]) manifest.precision = { reference: REFERENCE, shipped: COMPACT, naive: NAIVE, bar: 1e-3 };
 writeFileSync(join(modelsDir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
 await buildEmbed();

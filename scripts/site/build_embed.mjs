@@ -1,19 +1,22 @@
 // Bundles the embeddable widgets (web/widgets/index.js and everything it imports) into one
 // ES module, web/dist/attention-widgets.js, with esbuild. The bundle finds the engine and the
 // models from its own URL, so it must stay one folder below web/ (next to engine/ and models/).
-// Usage: node scripts/build_embed.mjs   (scripts/build_site.mjs runs it)
+// Usage: node scripts/site/build_embed.mjs   (scripts/site/build_site.mjs runs it)
 import { build } from 'esbuild';
 import { statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+import { WIDGETS_BANNER } from './licence_banners.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BUNDLE_PATH = join(root, 'web', 'dist', 'attention-widgets.js');
 
-export async function buildEmbed() {
+// outfile: where to write the bundle (tests/js/licence.test.mjs builds one in a temporary folder).
+export async function buildEmbed({ outfile = BUNDLE_PATH } = {}) {
   await build({
     entryPoints: [join(root, 'web', 'widgets', 'index.js')],
-    outfile: BUNDLE_PATH,
+    outfile,
     bundle: true,
     format: 'esm',
     target: ['es2022'],
@@ -21,11 +24,12 @@ export async function buildEmbed() {
     sourcemap: 'linked',
     // engine.js reads file: URLs with node:fs only under Node; browsers never take that path.
     external: ['node:*'],
-    legalComments: 'none',
+    // Licence comments of bundled code (none today: the bundle holds only web/) go to the end.
+    legalComments: 'eof',
     logLevel: 'warning',
-    banner: { js: '// Attention explainer widgets: <attention-row>, <attention-heads>, <attention-compare>, <softmax-lab>, <attention-instrument>, <attention-mechanism>. See the README, "Embedding".' },
+    banner: { js: WIDGETS_BANNER },
   });
-  console.log(`build_embed: ${relative(root, BUNDLE_PATH)} (${statSync(BUNDLE_PATH).size} bytes)`);
+  console.log(`build_embed: ${relative(root, outfile)} (${statSync(outfile).size} bytes)`);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) await buildEmbed();

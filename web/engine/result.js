@@ -1,0 +1,77 @@
+// The layout of an analysis result, in one place: every reader of a result (the engine, the
+// widgets, the article, scripts/site/make_examples.mjs and the tests) finds a row, a statistic,
+// a token's role or a head's label through these functions, never by index arithmetic of its own.
+// The schema (docs/ARCHITECTURE.md, "the result schema") is snake_case everywhere:
+//   tokens [{id, text, start, end, word}], n, layers (L), heads (H), hidden (d), truncated,
+//   full_length, attention (L*H*n*n, [l][h][i][j]), rollout (n*n, [i][j]),
+//   row_stats (L*H*n*ROW_STAT_FIELDS, [l][h][i][field]), roles (n),
+//   head_profiles [{layer, head, label, previous_token, ...}] (L*H, layer-major),
+//   and, only when asked for: hidden_states ((L+1)*n*d), queries and keys (L*n*d).
+// The constants below are the C++ enums' order (wasm/core/analysis.h); tests/js/schema.test.mjs
+// checks them against the wasm module's schema().
+
+// The fields of one row's statistics, in the order the core packs them.
+export const ROW_STAT = Object.freeze({ max: 0, argmax: 1, ratio_to_uniform: 2, entropy: 3, normalized_entropy: 4, sum: 5 });
+export const ROW_STAT_FIELDS = Object.keys(ROW_STAT).length;
+
+// What a token is to the analysis (roles[i]).
+export const ROLE = Object.freeze({ ordinary: 0, cls: 1, sep: 2, punctuation: 3 });
+
+// The labels a head profile can carry, in the core's order.
+export const HEAD_LABELS = Object.freeze(['previous-token', 'next-token', '[CLS]/[SEP] sink', 'self', 'punctuation', 'broad', 'mixed']);
+
+// [CLS] and [SEP]: the tokens a reader may hide.
+export const isSpecial = (roles, j) => roles[j] === ROLE.cls || roles[j] === ROLE.sep;
+
+// Where the row of token `token` in (layer, head) starts in result.attention.
+function attentionOffset(result, layer, head, token) {
+  return ((layer * result.heads + head) * result.n + token) * result.n;
+}
+
+// One head's whole n*n matrix for the sentence ([i][j]).
+export function attentionMatrix(result, layer, head) {
+  const start = attentionOffset(result, layer, head, 0);
+  return result.attention.subarray(start, start + result.n * result.n);
+}
+
+// How token `token` reads the sentence in (layer, head): n weights summing to 1.
+export function attentionRow(result, layer, head, token) {
+  const start = attentionOffset(result, layer, head, token);
+  return result.attention.subarray(start, start + result.n);
+}
+
+// The inverse of the layout: which layer, head, row and column an index of result.attention is.
+export function attentionPosition(result, index) {
+  const { n, heads } = result;
+  return { column: index % n, row: Math.floor(index / n) % n, head: Math.floor(index / (n * n)) % heads, layer: Math.floor(index / (n * n * heads)) };
+}
+
+export function rolloutRow(result, token) {
+  return result.rollout.subarray(token * result.n, (token + 1) * result.n);
+}
+
+// The core's statistics of one attention row, keyed by ROW_STAT's names.
+export function rowStat(result, layer, head, token) {
+  const start = ((layer * result.heads + head) * result.n + token) * ROW_STAT_FIELDS;
+  const s = result.row_stats;
+  const out = {};
+  for (const [name, field] of Object.entries(ROW_STAT)) out[name] = s[start + field];
+  return out;
+}
+
+// The d numbers of one token in a per-layer array: hidden_states (layer 0 is the embedding
+// output, the input to layer 0), queries or keys.
+export function tokenVector(array, result, layer, token) {
+  const d = result.hidden;
+  const start = (layer * result.n + token) * d;
+  return array.subarray(start, start + d);
+}
+
+export function headProfile(result, layer, head) {
+  return result.head_profiles?.[layer * result.heads + head];
+}
+
+// The head's profile label over the sentence (one of HEAD_LABELS), or undefined without profiles.
+export function headLabel(result, layer, head) {
+  return headProfile(result, layer, head)?.label;
+}
