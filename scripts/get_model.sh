@@ -3,7 +3,7 @@
 # Usage: scripts/get_model.sh MODEL_ID [OUT.attn]
 #   scripts/get_model.sh prajjwal1/bert-mini      -> model_data/bert-mini.attn
 # Fetches config.json, vocab.txt and model.safetensors (or pytorch_model.bin) into
-# build/hub/MODEL_ID/, then runs scripts/convert_model.py to-attn. Needs internet; without it,
+# build/hub/MODEL_ID/, then runs scripts.model.convert_model to-attn. Needs internet; without it,
 # it stops within seconds and says so. HF_ENDPOINT and HF_REVISION override the hub address
 # (default https://huggingface.co) and revision (default main).
 set -euo pipefail
@@ -66,5 +66,5 @@ fi
 fetch tokenizer_config.json || true  # optional; tells whether the vocabulary is cased
 rm -f "$dir/curl.err"
 
-"$PY" "$ROOT/scripts/convert_model.py" to-attn "$dir" "$out" --name "$id" \
+"$PY" -m scripts.model.convert_model to-attn "$dir" "$out" --name "$id" \
   --source "$endpoint/$id (revision $revision)"

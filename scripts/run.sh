@@ -9,5 +9,5 @@ model_args=()
 if [[ "${1:-}" == "--model" ]]; then model_args=(--default "$2"); shift 2; fi
 "$ROOT/scripts/setup.sh"
 "$ROOT/scripts/build.sh" native wasm
-node "$ROOT/scripts/build_site.mjs" "${model_args[@]}"
+node "$ROOT/scripts/site/build_site.mjs" "${model_args[@]}"
 exec "$ROOT/scripts/serve.sh" "$@"

@@ -5,7 +5,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 packages=(cmake g++ make pkg-config libeigen3-dev googletest libgtest-dev emscripten unicode-data
-          python3 python3-numpy python3-torch libopenblas0-pthread chromium)
+          python3 python3-numpy python3-torch libopenblas0-pthread chromium
+          clang libclang-rt-14-dev)
 if [[ "${1:-}" == "--train" ]]; then
   packages+=(dict-gcide wordnet-base fortunes bible-kjv bible-kjv-text debian-reference-en)
 fi
@@ -32,5 +33,5 @@ fi
 
 # The vocabulary is committed; this only checks that it is the exact bert-base-uncased file.
 if [[ ! -f "$ROOT/model_data/vocab.txt" ]]; then
-  node "$ROOT/scripts/build_vocab.mjs"
+  node "$ROOT/scripts/vocab/build_vocab.mjs"
 fi

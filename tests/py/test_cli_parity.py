@@ -1,9 +1,10 @@
-"""The C++ engine (attention-cli) on files written by scripts/modelfile.py in every precision,
-against the reference run on the weights as the Python reader decodes them. This checks that the
-two readers agree on the f16, int8 and rans encodings; the f32 parity on many lengths is the C++
-parity test's job (tests/cpp, fixtures from scripts/make_test_fixtures.sh).
+"""The C++ engine (attention-cli) on files written by scripts/model/modelfile.py in every
+precision, against the reference run on the weights as the Python reader decodes them. This checks
+that the two readers agree on the f16, int8 and rans encodings; the f32 parity on many lengths is
+the C++ parity test's job (tests/cpp, fixtures from scripts/reference/make_test_fixtures.sh).
 
-Needs the native build (scripts/build.sh native); set ATTN_CLI to use another binary."""
+Needs the native build (scripts/build.sh native) and fails without it (ATTN_ALLOW_SKIP=1 skips);
+set ATTN_CLI to use another binary."""
 
 import json
 import os
@@ -15,13 +16,13 @@ import unittest
 import numpy as np
 import torch
 
-from helpers import ROOT, small_model
-import make_random_model
-import modelfile
-import reference_bert
+from helpers import ROOT, requires_input, small_model
+from scripts.model import modelfile
+from scripts.reference import make_random_model, reference_bert
 
 CLI = os.environ.get("ATTN_CLI", os.path.join(ROOT, "build", "native", "attention-cli"))
-# The fp32 attention bar of DESIGN.md: float32 engine against the float64 reference.
+# The fp32 attention bar (docs/ARCHITECTURE.md, "Fidelity bars"): float32 engine against the
+# float64 reference.
 ATTENTION_TOLERANCE = 1e-5
 SENTENCE = "The quick brown fox jumps over the lazy dog, and then it naps."
 PLANS = (None,
@@ -31,7 +32,7 @@ PLANS = (None,
          "*=f16")
 
 
-@unittest.skipUnless(os.access(CLI, os.X_OK), f"{CLI} is not built (scripts/build.sh native)")
+@requires_input(CLI, "build it with scripts/build.sh native", executable=True)
 class CliParityTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="attn_cli_parity_")
@@ -64,9 +65,10 @@ class CliParityTest(unittest.TestCase):
         self.check(make_random_model.make_model("mini", 51, {}), "mini")
 
 
-@unittest.skipUnless(os.access(CLI, os.X_OK), f"{CLI} is not built (scripts/build.sh native)")
+@requires_input(CLI, "build it with scripts/build.sh native", executable=True)
 class CliInfoTest(unittest.TestCase):
-    """`attention-cli info --json` against the Python reader (scripts/modelfile.py) on the same file."""
+    """`attention-cli info --json` against the Python reader (scripts/model/modelfile.py) on the
+    same file."""
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="attn_cli_info_")

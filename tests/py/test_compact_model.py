@@ -1,16 +1,18 @@
 """The shipped compact model against the committed f32 model, on the fixed set of held-out
-sentences (tests/fixtures/precision_sentences.txt): DESIGN.md's bar for compact weights is an
-attention max absolute difference of at most 1e-3 over every layer, head and row.
+sentences (tests/fixtures/precision_sentences.txt): the fidelity bar for compact weights
+(docs/ARCHITECTURE.md, "Fidelity bars") is an attention max absolute difference of at most 1e-3
+over every layer, head and row.
 
-Skips, saying why, while model_data/explainer-mini.compact.attn does not exist yet (it is made by
-scripts/make_compact_model.sh from model_data/explainer-mini.attn). Needs the native build."""
+Needs the native build and both committed model files (the compact one is made by
+scripts/training/make_compact_model.sh from model_data/explainer-mini.attn); a missing one fails
+the test with a message (ATTN_ALLOW_SKIP=1 skips instead)."""
 
 import json
 import os
 import subprocess
 import unittest
 
-from helpers import ROOT
+from helpers import ROOT, requires_input
 
 CLI = os.environ.get("ATTN_CLI", os.path.join(ROOT, "build", "native", "attention-cli"))
 # Overridable to check other pairs (a checkpoint before it is committed, say).
@@ -20,11 +22,11 @@ COMPACT = os.environ.get("ATTN_COMPACT_MODEL",
                          os.path.join(ROOT, "model_data", "explainer-mini.compact.attn"))
 SENTENCES = os.path.join(ROOT, "tests", "fixtures", "precision_sentences.txt")
 VOCAB = os.path.join(ROOT, "model_data", "vocab.txt")
-# DESIGN.md, fidelity rules: compact (shipped) weights.
+# The fidelity bar for compact (shipped) weights (docs/ARCHITECTURE.md, "Fidelity bars").
 ATTENTION_BAR = 1e-3
 
 
-@unittest.skipUnless(os.access(CLI, os.X_OK), f"{CLI} is not built (scripts/build.sh native)")
+@requires_input(CLI, "build it with scripts/build.sh native", executable=True)
 class CompactModelTest(unittest.TestCase):
     def test_sentence_set_is_at_least_200_held_out_sentences_of_5_to_60_tokens(self):
         with open(SENTENCES, encoding="utf-8") as f:
@@ -41,7 +43,7 @@ class CompactModelTest(unittest.TestCase):
 
     def test_compact_attention_within_the_bar_of_the_f32_model(self):
         self.assertTrue(os.path.exists(COMPACT), "model_data/explainer-mini.compact.attn is "
-                        "missing; make it with scripts/make_compact_model.sh")
+                        "missing; make it with scripts/training/make_compact_model.sh")
         self.assertTrue(os.path.exists(REFERENCE),
                         f"{COMPACT} has no f32 reference {REFERENCE} to be checked against")
         out = subprocess.run([CLI, "compare", "--reference", REFERENCE, "--model", COMPACT,

@@ -1,4 +1,5 @@
-"""Tests of scripts/convert_model.py, scripts/safetensors_io.py and scripts/get_model.sh."""
+"""Tests of scripts/model/convert_model.py, scripts/model/safetensors_io.py and
+scripts/get_model.sh."""
 
 import contextlib
 import io
@@ -14,11 +15,9 @@ import numpy as np
 import torch
 
 from helpers import ROOT, small_model
-import convert_model
-import modelfile
-import reference_bert
-import safetensors_io
-from convert_model import ConversionError
+from scripts.model import convert_model, modelfile, safetensors_io
+from scripts.model.convert_model import ConversionError
+from scripts.reference import reference_bert
 
 # Both references read the same float32 weights and run in float64, so they should agree exactly;
 # a loose bound still tells a real loading mistake (a transposed or swapped tensor) from noise.
@@ -213,7 +212,7 @@ class FromHuggingFaceTest(TempDirTest):
         tuned = modelfile.read(self.path("tuned.attn"))
         provenance = json.loads(tuned.provenance)
         self.assertEqual(provenance["derived_from"]["provenance"]["generator"],
-                         "scripts/make_random_model.py")
+                         "scripts/reference/make_random_model.py")
         self.assertIn("pytorch_model.bin", provenance["files"])
 
     def test_reference_on_hf_folder_and_on_model_file_agree(self):
@@ -294,9 +293,9 @@ class RefusalTest(TempDirTest):
 
     def test_command_line_reports_error_and_fails(self):
         folder = self.hf_folder(self.state(), {"hidden_act": "gelu_new"})
-        result = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts",
-                                 "convert_model.py"), "to-attn", folder, self.path("x.attn")],
-                                capture_output=True, text=True)
+        result = subprocess.run(["/usr/bin/python3", "-m", "scripts.model.convert_model",
+                                 "to-attn", folder, self.path("x.attn")],
+                                capture_output=True, text=True, cwd=ROOT)
         self.assertEqual(result.returncode, 1)
         self.assertIn("error: ", result.stderr)
         self.assertIn("hidden_act is 'gelu_new'", result.stderr)

@@ -1,4 +1,4 @@
-"""Tests of scripts/modelfile.py against the format in model_data/README.md."""
+"""Tests of scripts/model/modelfile.py against the format in model_data/README.md."""
 
 import json
 import os
@@ -11,9 +11,8 @@ import numpy as np
 from helpers import (ENTRY, HEADER, ROOT, OFF_CONFIG, OFF_CRC, OFF_EPS, OFF_FILE_SIZE,
                      OFF_NUM_TENSORS, OFF_VERSION, section, small_model, table_entries, u32, u64,
                      with_fixed_crc)
-import modelfile
-import rans
-from modelfile import ModelFileError
+from scripts.model import modelfile, rans
+from scripts.model.modelfile import ModelFileError
 
 
 class ExpectedTableTest(unittest.TestCase):

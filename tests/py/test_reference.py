@@ -1,5 +1,6 @@
-"""Checks of the reference forward pass (scripts/reference_bert.py) itself: against torch's own
-nn.MultiheadAttention / F.layer_norm / F.gelu formulation, and rollout by hand-worked cases."""
+"""Checks of the reference forward pass (scripts/reference/reference_bert.py) itself: against
+torch's own nn.MultiheadAttention / F.layer_norm / F.gelu formulation, and rollout by hand-worked
+cases."""
 
 import unittest
 
@@ -8,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from helpers import small_model
-import reference_bert
+from scripts.reference import reference_bert
 
 # Both sides run in float64; what is left is summation order.
 TOLERANCE = 1e-12

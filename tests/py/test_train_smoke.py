@@ -1,5 +1,5 @@
-"""Smoke tests of scripts/train_default_model.py on a toy corpus with a small model: the loss
-falls, a resumed run equals an uninterrupted one, and the output folder has the Hugging Face
+"""Smoke tests of scripts/training/train_default_model.py on a toy corpus with a small model: the
+loss falls, a resumed run equals an uninterrupted one, and the output folder has the Hugging Face
 BertForMaskedLM layout."""
 
 import json
@@ -14,9 +14,10 @@ import numpy as np
 import torch
 
 from helpers import ROOT
-import reference_bert
+from scripts.reference import bert_torch, reference_bert
 
-SCRIPT = os.path.join(ROOT, "scripts", "train_default_model.py")
+# The training script, run as a module of the scripts package from the repository root.
+SCRIPT = ["-m", "scripts.training.train_default_model"]
 VOCAB = os.path.join(ROOT, "model_data", "vocab.txt")
 SMALL = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
          "intermediate_size": 128, "max_position_embeddings": 64}
@@ -77,12 +78,12 @@ class TrainSmokeTest(unittest.TestCase):
 
     def train(self, run, *extra):
         """Runs the script with a run folder inside the temp dir; returns that folder."""
-        args = [sys.executable, SCRIPT, "--runs", os.path.join(self.tmp, "runs"), "--run", run,
+        args = [sys.executable, *SCRIPT, "--runs", os.path.join(self.tmp, "runs"), "--run", run,
                 "--corpus", self.corpus,
                 "--model-config", json.dumps(SMALL), "--batch-size", "8", "--seq-len", "32",
                 "--threads", "1", "--lr", "3e-3", "--warmup", "0.1", "--log-every", "2",
                 "--device", "cpu", *extra]
-        result = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        result = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=ROOT)
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         return os.path.join(self.tmp, "runs", run)
 
@@ -162,10 +163,6 @@ class TrainSmokeTest(unittest.TestCase):
         self.assertNotIn("prajjwal1/bert-mini", info["name"].replace("not prajjwal1", ""))
 
         # The training model's forward pass (eval mode) against the independent reference.
-        sys_path = os.path.join(ROOT, "scripts")
-        if sys_path not in sys.path:
-            sys.path.insert(0, sys_path)
-        import bert_torch
         model = bert_torch.load_hf_folder(final).eval()
         ids = [101, 1996, 4937, 2938, 2006, 1996, 13523, 1012, 102]
         with torch.no_grad():

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """A BERT masked language model in plain PyTorch, with Hugging Face BertForMaskedLM names.
 
 The parameter names and semantics (post-LayerNorm encoder, LayerNorm eps 1e-12, erf GELU, the

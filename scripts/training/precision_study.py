@@ -1,17 +1,17 @@
-#!/usr/bin/python3
 """Where to spend precision: measures candidate precision plans of a model file against its f32
 original on a fixed set of held-out sentences, with the C++ engine (attention-cli compare).
 
-    precision_study.py sentences [--count 240] [--offset 0] [--out FILE]
-    precision_study.py run REFERENCE.attn [--plans NAME,...] [--ship OUT.attn] [--keep DIR]
+    python3 -m scripts.training.precision_study sentences [--count 240] [--offset 0] [--out FILE]
+    python3 -m scripts.training.precision_study run REFERENCE.attn [--plans NAME,...]
+                                                    [--ship OUT.attn] [--keep DIR]
 
 `sentences` picks the fixed set from corpus/heldout.txt: lines of 5 to 60 tokens ([CLS] and
 [SEP] included), evenly spaced through the file. `run` writes every candidate plan's file,
 compares each with REFERENCE and prints a markdown table: file bytes; attention max and mean
 absolute difference over every layer, head and row; share of rows whose argmax moved; rollout
 max difference; masked-LM top-1 agreement at masked positions. --ship copies the smallest file
-whose attention max difference meets the bar (DESIGN.md: 1e-3) to OUT (the f32 reference itself
-and rows that only illustrate a point excepted); --keep keeps all files.
+whose attention max difference meets the bar (1e-3, docs/ARCHITECTURE.md "Fidelity bars") to OUT
+(the f32 reference itself and rows that only illustrate a point excepted); --keep keeps all files.
 """
 
 import argparse
@@ -22,17 +22,15 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import convert_model  # noqa: E402
-import modelfile  # noqa: E402
+from scripts.model import convert_model, modelfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLI = os.environ.get("ATTN_CLI", os.path.join(ROOT, "build", "native", "attention-cli"))
 SENTENCES = os.path.join(ROOT, "tests", "fixtures", "precision_sentences.txt")
 # A second, disjoint set from the same lines (offset by half a step): the shipped plan is checked
 # on it too, to see how far a maximum over 240 sentences carries to other sentences.
 VALIDATION = os.path.join(ROOT, "tests", "fixtures", "precision_sentences_validation.txt")
-# DESIGN.md's fidelity rule for the compact (shipped) weights.
+# The fidelity bar for the compact (shipped) weights (docs/ARCHITECTURE.md, "Fidelity bars").
 ATTENTION_BAR = 1e-3
 MIN_TOKENS, MAX_TOKENS = 5, 60
 
@@ -59,8 +57,9 @@ def layer_plan(config, word, layers, tail, position=None):
 
 
 def candidate_plans(config):
-    """{id: (description, plan text)}: the baselines the issue names, then entropy-coded mixes
-    from 8 MB class to f16 class, so that the table shows the whole trade-off."""
+    """{id: (description, plan text)}: the plain baselines (f32, naive int8, int8 words, f16,
+    int8 linear layers), then entropy-coded mixes from 8 MB class to f16 class, so that the
+    table shows the whole trade-off."""
     plans = {
         "f32": ("f32 (the reference itself: the engine's noise)", "*=f32"),
         "naive": ("naive: int8 per tensor everywhere", "*=int8:tensor"),
@@ -187,7 +186,7 @@ def run(args):
 
 def print_table(args, plans, results):
     site = site_bytes()
-    command = " ".join(["scripts/precision_study.py"] + sys.argv[1:])
+    command = " ".join(["python3 -m scripts.training.precision_study"] + sys.argv[1:])
     print(f"Measured with `{command}` on {args.reference} over "
           f"{next(iter(results.values()))['sentences']} sentences "
           f"({os.path.relpath(args.sentences, ROOT)}); page = model + {site / 1e6:.2f} MB of "
@@ -216,7 +215,8 @@ def print_table(args, plans, results):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python3 -m scripts.training.precision_study",
+                                     description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("sentences", help="write the fixed sentence set")
     p.add_argument("--corpus", default=os.path.join(ROOT, "corpus", "heldout.txt"))

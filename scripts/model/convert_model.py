@@ -1,9 +1,9 @@
-#!/usr/bin/python3
 """Converts between a Hugging Face BERT checkpoint folder and the `.attn` model file.
 
-    convert_model.py to-attn HF_DIR OUT.attn [--name NAME] [--precision PLAN] [--source TEXT]
-    convert_model.py to-hf IN.attn OUT_DIR [--safetensors]
-    convert_model.py requantize IN.attn OUT.attn --precision PLAN
+    python3 -m scripts.model.convert_model to-attn HF_DIR OUT.attn [--name NAME] [--precision PLAN]
+                                                   [--source TEXT]
+    python3 -m scripts.model.convert_model to-hf IN.attn OUT_DIR [--safetensors]
+    python3 -m scripts.model.convert_model requantize IN.attn OUT.attn --precision PLAN
 
 to-attn reads config.json, vocab.txt and pytorch_model.bin or model.safetensors (BertModel,
 BertForMaskedLM or BertForPreTraining names) and refuses anything the engine cannot run.
@@ -11,7 +11,7 @@ to-hf writes config.json, vocab.txt, tokenizer_config.json and pytorch_model.bin
 model.safetensors) with BertForMaskedLM names, which `BertForMaskedLM.from_pretrained` opens.
 
 requantize rewrites a model file in another precision plan (the compact file the page loads is
-made this way from the f32 one, see scripts/precision_study.py).
+made this way from the f32 one, see scripts/training/precision_study.py).
 
 The round trip model file -> Hugging Face folder -> model file is bit-identical: to-hf records
 the model's name, provenance and per-tensor precision in config.json under "attn_model_file",
@@ -26,13 +26,11 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import modelfile  # noqa: E402
-import safetensors_io  # noqa: E402
-from modelfile import ModelFileError  # noqa: E402
+from scripts.model import modelfile, safetensors_io
+from scripts.model.modelfile import ModelFileError
 
 CONFIG_KEY = "attn_model_file"
-CONVERTER = "scripts/convert_model.py"
+CONVERTER = "scripts/model/convert_model.py"
 BERT_PREFIX = "bert."
 TIED_DECODER_WEIGHT = "cls.predictions.decoder.weight"
 TIED_DECODER_BIAS = "cls.predictions.decoder.bias"
@@ -372,7 +370,8 @@ def requantize(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python3 -m scripts.model.convert_model",
+                                     description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("to-attn", help="Hugging Face folder -> model file")
     p.add_argument("hf_dir")

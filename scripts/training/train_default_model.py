@@ -1,8 +1,7 @@
-#!/usr/bin/python3
 """Trains the project's default bert-mini-shaped masked LM on the corpus from build_corpus.py.
 
-  scripts/train_default_model.py --run NAME --minutes M [--resume] [--device cuda]
-  scripts/train_default_model.py --profile 5         # profile a few steps and exit
+  python3 -m scripts.training.train_default_model --run NAME --minutes M [--resume] [--device cuda]
+  python3 -m scripts.training.train_default_model --profile 5   # profile a few steps and exit
 
 Recipe: sequences of up to 128 tokens ([CLS] sentences... [SEP]) packed from consecutive sentences
 of one document; 15% of the non-special tokens are chosen, of those 80% become [MASK], 10% a random
@@ -36,10 +35,10 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bert_torch import BertForMaskedLM, load_hf_folder, save_hf_folder  # noqa: E402
+from scripts.reference.bert_torch import (BertForMaskedLM, load_hf_folder,  # noqa: E402
+                                          save_hf_folder)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PAD, CLS, SEP, MASK = 0, 101, 102, 103
 FIRST_ORDINARY_ID = 999  # ids below are [PAD], [unusedN], [UNK], [CLS], [SEP], [MASK]
 
@@ -336,7 +335,8 @@ def train(args):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__,
+    p = argparse.ArgumentParser(prog="python3 -m scripts.training.train_default_model",
+                                description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--run", default="default")
     p.add_argument("--runs", default=os.path.join(ROOT, "train_runs"),
@@ -374,7 +374,8 @@ def main():
                                            "not prajjwal1/bert-mini)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    # Denormal floats in the output layer's gradient made a step about 10x slower (FACTS.md).
+    # Denormal floats in the output layer's gradient made a step about 10x slower
+    # (docs/ARCHITECTURE.md, "Machine facts").
     torch.set_flush_denormal(True)
     if args.profile:
         profile(args)

@@ -1,8 +1,8 @@
-#!/usr/bin/python3
 """Writes a random-weight BERT of any shape as a model file and/or a Hugging Face folder.
 
-    make_random_model.py --preset tiny --seed 1 --attn OUT.attn --hf OUT_DIR [--safetensors]
-    make_random_model.py --preset mini --layers 2 --hf OUT_DIR
+    python3 -m scripts.reference.make_random_model --preset tiny --seed 1 --attn OUT.attn \
+        --hf OUT_DIR [--safetensors]
+    python3 -m scripts.reference.make_random_model --preset mini --layers 2 --hf OUT_DIR
 
 Presets: tiny (2 layers, hidden 32, 4 heads, intermediate 64, 64 positions) and mini (the
 bert-mini shape: 4/256/4/1024/512); both use the real 30,522-entry vocabulary. Parity tests are
@@ -20,11 +20,9 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import convert_model  # noqa: E402
-import modelfile  # noqa: E402
+from scripts.model import convert_model, modelfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VOCAB_PATH = os.path.join(ROOT, "model_data", "vocab.txt")
 
 PRESETS = {
@@ -80,7 +78,7 @@ def make_model(preset, seed, overrides, with_pooler=True, with_mlm_head=True):
             f"A{config.num_attention_heads}-seed{seed}")
     provenance = json.dumps({
         "source": "random weights for tests; not a trained model",
-        "generator": "scripts/make_random_model.py",
+        "generator": "scripts/reference/make_random_model.py",
         "preset": preset, "seed": seed,
         "licence": "none needed (random numbers)",
     }, sort_keys=True)
@@ -90,7 +88,7 @@ def make_model(preset, seed, overrides, with_pooler=True, with_mlm_head=True):
 def attention_peakiness(model, n, seed):
     """(L, H) mean over rows of the largest attention weight, on random ids of length n."""
     import torch
-    import reference_bert
+    from scripts.reference import reference_bert
     torch.set_num_threads(1)
     weights = {k: torch.from_numpy(v) for k, v in model.tensors.items()}
     ids = reference_bert.random_ids(n, model.config.vocab_size, np.random.default_rng(seed))
@@ -100,7 +98,8 @@ def attention_peakiness(model, n, seed):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python3 -m scripts.reference.make_random_model",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
     parser.add_argument("--seed", type=int, default=0)
     for key in ("layers", "hidden", "heads", "intermediate", "positions"):

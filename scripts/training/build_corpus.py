@@ -1,9 +1,12 @@
-#!/usr/bin/python3
 """Builds the English training corpus for the default model from installed Debian packages.
 
 Usage:
-  scripts/build_corpus.py text [--out corpus]   # clean, de-duplicate, split by document
-  scripts/build_corpus.py ids  [--out corpus]   # tokenise with build/native/attention-cli
+  python3 -m scripts.training.build_corpus text [--out corpus]  # clean, de-duplicate, split
+  python3 -m scripts.training.build_corpus ids  [--out corpus]  # tokenise with attention-cli
+
+`text --sources permissive` leaves out the GPL-2.0-or-later sources (dict-gcide,
+debian-reference-en), so that a model trained on the result need not be offered under the GPL
+(model_data/README.md, "Licence"); `--sources wordnet-base,fortunes` takes the packages named.
 
 `text` writes train.txt and heldout.txt (one sentence per line, a blank line between documents),
 the source of every document (train.docs, heldout.docs) and manifest.json. `ids` runs the project's
@@ -27,7 +30,7 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SEED = 1234
 HELDOUT_FRACTION = 0.02
 PAGE_CHARS = 2500  # target size of a page of small items, about 500-700 tokens
@@ -40,6 +43,9 @@ LICENCES = {
     "debian-reference-en": "GPL-2+",
     "nodejs": "MIT (Node.js API documentation)",
 }
+# The sources under the GPL: a model trained on them is offered under GPL-2.0-or-later
+# (model_data/README.md, "Licence"); `text --sources permissive` leaves them out.
+GPL_SOURCES = {"dict-gcide", "debian-reference-en"}
 
 
 def package_version(package):
@@ -323,12 +329,33 @@ SOURCES = [  # (package, reader, path that must exist)
 ]
 
 
-def build_text(out_dir):
+def select_sources(spec):
+    """The packages `--sources` names: all, permissive (all but GPL_SOURCES) or a list."""
+    names = [package for package, _, _ in SOURCES]
+    if spec == "all":
+        return names
+    if spec == "permissive":
+        return [n for n in names if n not in GPL_SOURCES]
+    chosen = [n.strip() for n in spec.split(",") if n.strip()]
+    unknown = [n for n in chosen if n not in names]
+    if unknown or not chosen:
+        raise SystemExit(f"build_corpus: --sources {spec!r}: unknown source(s) "
+                         f"{', '.join(unknown) or '(none given)'}; known: all, permissive, "
+                         f"{', '.join(names)}")
+    return [n for n in names if n in chosen]
+
+
+def build_text(out_dir, sources="all"):
     os.makedirs(out_dir, exist_ok=True)
     seen = set()
     documents = []  # (source, [sentences])
+    selected = select_sources(sources)
     manifest = {"seed": SEED, "heldout_fraction": HELDOUT_FRACTION, "sources": []}
+    if sources != "all":  # the default corpus's manifest stays as it was (its sha256 is on record)
+        manifest["selected_sources"] = sources
     for package, reader, path in SOURCES:
+        if package not in selected:
+            continue
         if not os.path.exists(path):
             print(f"build_corpus: {package} is not installed ({path} missing); run "
                   f"scripts/setup.sh --train", file=sys.stderr)
@@ -437,15 +464,19 @@ def build_ids(out_dir, cli, vocab):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__,
+    parser = argparse.ArgumentParser(prog="python3 -m scripts.training.build_corpus",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("stage", choices=["text", "ids"])
     parser.add_argument("--out", default=os.path.join(ROOT, "corpus"))
     parser.add_argument("--cli", default=os.path.join(ROOT, "build/native/attention-cli"))
     parser.add_argument("--vocab", default=os.path.join(ROOT, "model_data/vocab.txt"))
+    parser.add_argument("--sources", default="all",
+                        help="text stage: all (default), permissive (without the GPL sources "
+                             "dict-gcide and debian-reference-en), or packages separated by commas")
     args = parser.parse_args()
     if args.stage == "text":
-        build_text(args.out)
+        build_text(args.out, args.sources)
     else:
         build_ids(args.out, args.cli, args.vocab)
 

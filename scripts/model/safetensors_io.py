@@ -1,9 +1,10 @@
 """Minimal reader and writer of the safetensors format, with numpy alone.
 
-The `safetensors` package is not installable on these machines (FACTS.md), and the format is
-small: an 8-byte little-endian header length N, N bytes of JSON header, then the raw tensor
-bytes. The header maps each tensor name to {"dtype", "shape", "data_offsets": [begin, end]}
-(offsets relative to the end of the header) and may hold a "__metadata__" map of strings.
+The `safetensors` package is not installable on the build machines (no PyPI, and Debian does not
+package it; docs/ARCHITECTURE.md, "Machine facts"), and the format is small: an 8-byte
+little-endian header length N, N bytes of JSON header, then the raw tensor bytes. The header
+maps each tensor name to {"dtype", "shape", "data_offsets": [begin, end]} (offsets relative to
+the end of the header) and may hold a "__metadata__" map of strings.
 """
 
 import json

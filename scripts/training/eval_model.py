@@ -1,10 +1,9 @@
-#!/usr/bin/python3
 """Evaluates a masked LM on the held-out corpus and profiles its 16 heads with the engine.
 
-  scripts/eval_model.py MODEL [--sentences 400] [--out report.md]
+  python3 -m scripts.training.eval_model MODEL [--sentences 400] [--out report.md]
 
 MODEL is a Hugging Face folder (config.json, vocab.txt, pytorch_model.bin) or an .attn model
-file; the other form is made with scripts/convert_model.py in a temporary folder.
+file; the other form is made with scripts/model/convert_model.py in a temporary folder.
 
 Masked-token accuracy: the held-out documents are packed exactly as for training (up to 128
 tokens of consecutive sentences of one document); with a fixed seed, 15% of the ordinary tokens
@@ -32,11 +31,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bert_torch import BertForMaskedLM, load_hf_folder  # noqa: E402
-from train_default_model import FIRST_ORDINARY_ID, MASK, make_batch, pack_sequences  # noqa: E402
+from scripts.reference.bert_torch import BertForMaskedLM, load_hf_folder
+from scripts.training.train_default_model import (FIRST_ORDINARY_ID, MASK, make_batch,
+                                                  pack_sequences)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MASK_SEED = 20261130
 # The label rule's thresholds, as wasm/core/analysis.h documents them.
 LABEL_FRACTION = 0.5
@@ -152,14 +151,16 @@ def sample_sentences(corpus, count, max_words):
 
 def prepare(model_path, tmp):
     """(HF folder, model file) for MODEL, converting where needed."""
-    convert = [sys.executable, os.path.join(ROOT, "scripts", "convert_model.py")]
+    # The converter runs as a module of the scripts package, from the repository root.
+    convert = [sys.executable, "-m", "scripts.model.convert_model"]
     if os.path.isdir(model_path):
         model_file = os.path.join(tmp, "model.attn")
-        subprocess.run(convert + ["to-attn", model_path, model_file], check=True,
-                       capture_output=True)
+        subprocess.run(convert + ["to-attn", os.path.abspath(model_path), model_file], check=True,
+                       capture_output=True, cwd=ROOT)
         return model_path, model_file
     hf_dir = os.path.join(tmp, "hf")
-    subprocess.run(convert + ["to-hf", model_path, hf_dir], check=True, capture_output=True)
+    subprocess.run(convert + ["to-hf", os.path.abspath(model_path), hf_dir], check=True,
+                   capture_output=True, cwd=ROOT)
     return hf_dir, model_path
 
 
@@ -167,7 +168,8 @@ def markdown(args, scores, baseline_frequent, baseline_random, frequent_token, p
              n_sentences, training, manifest):
     acc, loss, count = scores
     lines = ["## Evaluation", "",
-             f"Measured by `scripts/eval_model.py {args.model_arg}` on the held-out documents "
+             f"Measured by `python3 -m scripts.training.eval_model {args.model_arg}` on the "
+             "held-out documents "
              f"({manifest['heldout']['documents']} documents, {manifest['heldout']['tokens']:,} "
              "tokens, never trained on). 15% of the ordinary tokens, chosen with a fixed seed, are "
              f"all replaced by [MASK]; {count:,} masked positions.", "",
@@ -212,7 +214,8 @@ def markdown(args, scores, baseline_frequent, baseline_random, frequent_token, p
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__,
+    p = argparse.ArgumentParser(prog="python3 -m scripts.training.eval_model",
+                                description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="Hugging Face folder or .attn model file")
     p.add_argument("--corpus", default=os.path.join(ROOT, "corpus"))
@@ -249,8 +252,7 @@ def main():
     finally:
         shutil.rmtree(tmp)
 
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "model_data",
-                           "vocab.txt"), encoding="utf-8") as f:
+    with open(os.path.join(ROOT, "model_data", "vocab.txt"), encoding="utf-8") as f:
         frequent_piece = f.read().split("\n")[frequent]
     training = None
     training_path = os.path.join(hf_dir, "training.json") if os.path.isdir(args.model) else None

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """An independent reference forward pass of BERT in plain PyTorch, for parity tests.
 
 It shares no code with the C++ engine (wasm/core/encoder.*) and does not use `transformers`:
@@ -7,8 +6,8 @@ Face checkpoint folder (config.json with pytorch_model.bin or model.safetensors;
 without the `bert.` prefix of BertForMaskedLM) and computes, for one sentence of token ids, the
 hidden states, the attention probabilities of every layer and head, and attention rollout.
 
-    ./scripts/reference_bert.py HF_DIR --ids 101,7592,102 [--json]
-    ./scripts/reference_bert.py HF_DIR --fixtures OUT --lengths 2,9,33 --seed 7
+    python3 -m scripts.reference.reference_bert HF_DIR --ids 101,7592,102 [--json]
+    python3 -m scripts.reference.reference_bert HF_DIR --fixtures OUT --lengths 2,9,33 --seed 7
 
 Fixture layout (read by tests/cpp/parity_test.cc), one folder per case OUT/<k>/, k = 0, 1, ...:
 ids.txt (space-separated ids), meta.txt ("layers heads n hidden"), attention.f32 (L*H*n*n,
@@ -26,8 +25,7 @@ import sys
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import safetensors_io  # noqa: E402
+from scripts.model import safetensors_io
 
 CLS_ID, SEP_ID = 101, 102
 
@@ -165,7 +163,8 @@ def write_case(folder, ids, hidden_states, attention, rollout_matrix):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python3 -m scripts.reference.reference_bert",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("hf_dir", help="Hugging Face checkpoint folder")
     parser.add_argument("--ids", help="comma-separated token ids, e.g. 101,7592,102")
     parser.add_argument("--json", action="store_true", help="print hidden states, attention "

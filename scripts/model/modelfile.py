@@ -8,7 +8,7 @@ tensors from the config, in the order the README lists, and refuse any file that
 
 Tensors are handed over and returned as float32 numpy arrays; the writer quantises them per the
 precision plan and the reader dequantises them (value = integer x scale; for `rans` the
-integers are entropy-coded, scripts/rans.py).
+integers are entropy-coded, scripts/model/rans.py).
 """
 
 import fnmatch
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import rans
+from scripts.model import rans
 
 MAGIC = b"ATTNBERT"
 FORMAT_VERSION = 1
@@ -45,8 +45,8 @@ _ENTRY = struct.Struct("<64sII4IQQI20x")
 assert _HEADER.size == HEADER_SIZE and _ENTRY.size == ENTRY_SIZE
 _CRC_OFFSET = 144
 
-HOW_TO_FIX = ("re-create it with scripts/convert_model.py to-attn (or scripts/make_random_model.py "
-              "for test models)")
+HOW_TO_FIX = ("re-create it with scripts/model/convert_model.py to-attn (or "
+              "scripts/reference/make_random_model.py for test models)")
 
 
 class ModelFileError(ValueError):
@@ -700,9 +700,10 @@ def read(path):
 
 
 def main(argv):
-    """`modelfile.py FILE`: validates a model file and prints its config and tensor table."""
+    """`python3 -m scripts.model.modelfile FILE`: validates a model file and prints its config and
+    tensor table."""
     if len(argv) != 2:
-        print("usage: modelfile.py FILE.attn", file=sys.stderr)
+        print("usage: python3 -m scripts.model.modelfile FILE.attn", file=sys.stderr)
         return 2
     try:
         model = read(argv[1])

@@ -1,0 +1,1 @@
+"""The generator of the tokenizer's Unicode tables (wasm/core/unicode_tables.{h,cc})."""
