@@ -7,7 +7,12 @@ Unicode version they were built from; Hugging Face's slow BertTokenizer on Pytho
 Unicode 15.0, which is what Debian 12's unicode-data ships.
 
 The script also checks the assumptions the tokenizer's pipeline rests on (see
-wasm/core/tokenizer.cc) and refuses to write tables if a Unicode version breaks one.
+wasm/core/tokenizer.cc), and the lowercase table against the running Python's own str.lower()
+applied to one character at a time (as transformers applies it) on every code point that both
+Unicode versions categorise alike; it refuses to write tables if either check fails.
+(str.lower() on a whole word also applies SpecialCasing.txt's conditional Final_Sigma rule;
+transformers never lets it, so the table has no conditional mappings. The C++ test
+Unicode.LowercaseEqualsPythonForEveryCodePoint checks the generated table in the same way.)
 
 usage: /usr/bin/python3 -m scripts.unicode.gen_unicode_tables [UCD_DIR] [OUT_DIR]
   (from the repository root; defaults: /usr/share/unicode and the repository's wasm/core)
@@ -15,6 +20,7 @@ usage: /usr/bin/python3 -m scripts.unicode.gen_unicode_tables [UCD_DIR] [OUT_DIR
 import os
 import re
 import sys
+import unicodedata
 
 UCD = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/unicode"
 OUT = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
@@ -136,6 +142,27 @@ def check_pipeline_assumptions(category, bidi, lower, nfd, decomposition):
         sys.exit("pipeline assumptions broken:\n  " + "\n  ".join(problems[:20]))
 
 
+def check_against_python(category, lower):
+    """Returns (code points compared, code points skipped because the running Python's Unicode
+    version categorises them differently); exits on any mapping that differs."""
+    compared = skipped = 0
+    problems = []
+    for c in range(MAX_CP):
+        if unicodedata.category(chr(c)) != category[c]:
+            skipped += 1
+            continue
+        compared += 1
+        python = [ord(x) for x in chr(c).lower()]
+        if python != lower.get(c, [c]):
+            problems.append("U+%04X: table %s, Python %s" % (
+                c, " ".join("%04X" % x for x in lower.get(c, [c])),
+                " ".join("%04X" % x for x in python)))
+    if problems:
+        sys.exit("lowercase table differs from Python %s's str.lower() (Unicode %s):\n  %s" % (
+            sys.version.split()[0], unicodedata.unidata_version, "\n  ".join(problems[:20])))
+    return compared, skipped
+
+
 def c_array(name, ctype, values, per_line):
     lines = []
     for i in range(0, len(values), per_line):
@@ -159,6 +186,7 @@ def main():
         return nfd_cache[c]
 
     check_pipeline_assumptions(category, bidi, lower, nfd, decomposition)
+    compared, skipped = check_against_python(category, lower)
 
     # Two-stage category table: stage1[cp / BLOCK] selects a deduplicated block in stage2.
     cat_index = {c: i for i, c in enumerate(CATEGORIES)}
@@ -263,6 +291,9 @@ extern const CombiningClassRun kCombiningClasses[{nc}];  // sorted, non-zero cla
         f.write("\n".join(body))
     print("Unicode %s: %d category blocks, %d lowercase, %d decompositions, %d ccc runs" % (
         version, len(blocks), len(lower_rows), len(decomposition_rows), len(ccc_rows)))
+    print("lowercase equals Python %s's str.lower() (Unicode %s) on all %d code points both "
+          "categorise alike (%d skipped)" % (sys.version.split()[0], unicodedata.unidata_version,
+                                             compared, skipped))
 
 
 if __name__ == "__main__":

@@ -140,6 +140,53 @@ TEST_F(TokenizerTest, IdsMatchTheIndependentReference) {
   }
 }
 
+// Capital sigma in every position. str.lower() on a word turns a word-final Σ into ς (Unicode's
+// Final_Sigma rule), but transformers' BertTokenizer lowercases one character at a time (a regex
+// in PreTrainedTokenizer.tokenize) and its fast tokenizer maps each char with Rust's
+// char::to_lowercase, so both give σ wherever Σ stands; so does this tokenizer. Ids from
+// tests/py/bert_reference.py, the independent reference of the differential test.
+TEST_F(TokenizerTest, CapitalSigmaIsAlwaysSmallSigma) {
+  const IdCase cases[] = {
+      {"word-final", "\u03A3\u0391\u03A3", {101, 1173, 14608, 29733, 102}},
+      // [CLS] σ ##α ##σ [SEP]  (not ##ς, 19579)
+      {"alone", "\u03A3", {101, 1173, 102}},
+      // [CLS] σ [SEP]
+      {"doubled", "\u03A3\u03A3", {101, 1173, 29733, 102}},
+      // [CLS] σ ##σ [SEP]
+      {"before a combining acute", "\u0391\u03A3\u0301", {101, 1155, 29733, 102}},
+      // [CLS] α ##σ [SEP]
+      {"after a combining acute", "\u0391\u0301\u03A3", {101, 1155, 29733, 102}},
+      // [CLS] α ##σ [SEP]
+      {"after an apostrophe", "\u0391'\u03A3", {101, 1155, 1005, 1173, 102}},
+      // [CLS] α ' σ [SEP]
+      {"after a soft hyphen", "\u0391\u00AD\u03A3", {101, 1155, 29733, 102}},
+      // [CLS] α ##σ [SEP]
+      {"mid-word", "\u0391\u03A3\u0391", {101, 1155, 29733, 14608, 102}},
+      // [CLS] α ##σ ##α [SEP]
+      {"before an apostrophe and a letter", "\u0391\u03A3'\u0391",
+       {101, 1155, 29733, 1005, 1155, 102}},
+      // [CLS] α ##σ ' α [SEP]
+      {"before a full stop", "\u0391\u03A3.", {101, 1155, 29733, 1012, 102}},
+      // [CLS] α ##σ . [SEP]
+      {"before a typed special token", "\u0391\u03A3[MASK]", {101, 1155, 29733, 103, 102}},
+      // [CLS] α ##σ [MASK] [SEP]
+      {"after a digit", "\u03911\u03A3", {101, 1155, 2487, 29733, 102}},
+      // [CLS] α ##1 ##σ [SEP]
+      {"odysseus", "\u1F48\u0394\u03A5\u03A3\u03A3\u0395\u038E\u03A3",
+       {101, 1169, 29722, 29735, 29733, 29733, 29723, 29735, 29733, 102}},
+      // [CLS] ο ##δ ##υ ##σ ##σ ##ε ##υ ##σ [SEP]
+      {"next to a cjk ideograph", "\u0391\u03A3\u6771", {101, 1155, 29733, 1879, 102}},
+      // [CLS] α ##σ 東 [SEP]
+      {"dotted capital I before sigma", "\u0130\u03A3", {101, 1045, 29733, 102}},
+      // [CLS] i ##σ [SEP]
+      {"small final sigma stays final", "\u03C3\u03B1\u03C2", {101, 1173, 14608, 19579, 102}},
+      // [CLS] σ ##α ##ς [SEP]
+  };
+  for (const IdCase& c : cases) {
+    EXPECT_EQ(Ids(c.text), c.ids) << c.name;
+  }
+}
+
 TEST_F(TokenizerTest, NulBytesAreDropped) {
   EXPECT_EQ(Ids(std::string("a\0b\0c", 5)), (std::vector<int32_t>{101, 5925, 102}));  // abc
   EXPECT_EQ(Ids(std::string(1000, '\0')), (std::vector<int32_t>{101, 102}));

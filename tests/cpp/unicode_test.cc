@@ -5,10 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace attn::unicode {
 namespace {
@@ -71,6 +75,80 @@ TEST(Unicode, LowercaseIsPythonFullMapping) {
   EXPECT_EQ(Lower(0x01C5), std::vector<char32_t>{0x01C6});  // titlecase Dž
   EXPECT_EQ(Lower(0x10400), std::vector<char32_t>{0x10428});  // Deseret
   EXPECT_EQ(Lower(0x4E00), std::vector<char32_t>{0x4E00});
+}
+
+std::vector<char32_t> ParseHexes(const std::string& field) {
+  std::vector<char32_t> out;
+  std::istringstream in(field);
+  std::string hex;
+  while (in >> hex) out.push_back(static_cast<char32_t>(std::stoul(hex, nullptr, 16)));
+  return out;
+}
+
+// Every code point's lowercase against Python's own str.lower(), from a table that
+// scripts/unicode/python_casing.py writes at test time with Debian's /usr/bin/python3 (the
+// expected values are never typed by hand). Python's str.lower() on a whole word also applies
+// the conditional Final_Sigma rule; transformers lowercases one character at a time, so the
+// tokenizer must not (tokenizer.cc), and this test also pins that Final_Sigma is the only
+// context Python ever applies: every other code point lowercases the same alone and in a word.
+TEST(Unicode, LowercaseEqualsPythonForEveryCodePoint) {
+  const std::string python = "/usr/bin/python3";
+  const std::string path = std::string(ATTN_BINARY_DIR) + "/python_lowercase." +
+                           std::to_string(getpid()) + ".txt";
+  const std::string command = "cd '" + std::string(ATTN_SOURCE_DIR) + "' && " + python +
+                              " -m scripts.unicode.python_casing '" + path + "'";
+  if (access(python.c_str(), X_OK) != 0 || std::system(command.c_str()) != 0) {
+    const char* allow_skip = std::getenv("ATTN_ALLOW_SKIP");
+    const std::string message = "cannot run " + command + " (apt-get install python3)";
+    std::remove(path.c_str());
+    if (allow_skip != nullptr && std::string(allow_skip) == "1") GTEST_SKIP() << message;
+    FAIL() << message;
+  }
+  std::ifstream in(path);
+  std::string header;
+  ASSERT_TRUE(std::getline(in, header)) << path;
+  // Python's mappings of the listed code points; every other one maps to itself.
+  std::map<char32_t, std::vector<char32_t>> alone, in_final_position;
+  std::string line;
+  size_t listed = 0;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string cp_hex, alone_hex, final_hex;
+    ASSERT_TRUE(std::getline(fields, cp_hex, '\t') && std::getline(fields, alone_hex, '\t') &&
+                std::getline(fields, final_hex))
+        << line;
+    const char32_t cp = static_cast<char32_t>(std::stoul(cp_hex, nullptr, 16));
+    ASSERT_LT(cp, 0x110000u) << line;
+    alone[cp] = ParseHexes(alone_hex);
+    in_final_position[cp] = ParseHexes(final_hex);
+    ++listed;
+  }
+  in.close();
+  std::remove(path.c_str());
+  EXPECT_GT(listed, 1400u) << header;
+
+  const auto python_lower = [](const std::map<char32_t, std::vector<char32_t>>& listed_map,
+                                char32_t cp) {
+    auto it = listed_map.find(cp);
+    return it == listed_map.end() ? std::vector<char32_t>{cp} : it->second;
+  };
+  int mismatches = 0, multi = 0;
+  std::vector<char32_t> context_dependent;
+  for (char32_t cp = 0; cp < 0x110000; ++cp) {
+    const std::vector<char32_t> expected = python_lower(alone, cp);
+    if (Lower(cp) != expected && ++mismatches <= 10) {
+      ADD_FAILURE() << "lowercase of U+" << std::hex << static_cast<uint32_t>(cp)
+                    << " differs from Python's (" << header << ")";
+    }
+    if (expected.size() > 1) ++multi;
+    if (python_lower(in_final_position, cp) != expected) context_dependent.push_back(cp);
+  }
+  EXPECT_EQ(mismatches, 0) << header;
+  EXPECT_EQ(multi, 1) << "U+0130 is the one code point whose lowercase is longer";
+  EXPECT_EQ(alone[0x130], (std::vector<char32_t>{0x69, 0x307}));
+  EXPECT_EQ(context_dependent, std::vector<char32_t>{0x3A3}) << "only Σ, by Final_Sigma";
+  EXPECT_EQ(in_final_position[0x3A3], std::vector<char32_t>{0x3C2});
+  EXPECT_EQ(Lower(0x3A3), std::vector<char32_t>{0x3C3});
 }
 
 TEST(Unicode, CanonicalDecomposition) {

@@ -4,7 +4,8 @@
 // WordpieceTokenizer), for do_lower_case=True:
 //   1. Typed special tokens ([CLS] [SEP] [UNK] [PAD] [MASK], exact case) are split out; every
 //      other character is lowercased on its own (a regex replaces one character at a time,
-//      so the final-sigma rule never applies: Σ always becomes σ).
+//      so str.lower()'s conditional Final_Sigma rule never applies: Σ always becomes σ; the
+//      fast tokenizer agrees, mapping each char with Rust's char::to_lowercase).
 //   2. _clean_text drops NUL, U+FFFD and category C* except \t \n \r, and turns whitespace
 //      into spaces; CJK ideographs get spaces around them.
 //   3. NFC, then split on whitespace (Python's str.split(), which also splits on U+2028 and
