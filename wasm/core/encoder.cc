@@ -2,10 +2,13 @@
 // output projection, residual + LayerNorm, feed-forward with GELU, residual + LayerNorm.
 #include "core/encoder.h"
 
+#include <chrono>
 #include <cmath>
 #include <string>
 
 #include <unsupported/Eigen/SpecialFunctions>
+
+#include "core/kernels.h"
 
 namespace attn {
 namespace {
@@ -14,23 +17,24 @@ using Eigen::Index;
 
 // Q, K, V for every head at once, then per head: scores q . k / sqrt(d_head), a row
 // softmax, and the probability-weighted sum of values into the head's slice of context.
-void SelfAttention(const LayerWeights& w, const ConstMatrixMap& x, int32_t heads,
-                   MatrixMap query, MatrixMap key, RowMajorMatrix& value, float* attention_probs,
-                   RowMajorMatrix& context) {
+void SelfAttention(const PackedLayer& w, const ConstMatrixMap& x, int32_t heads,
+                   const uint8_t* removed, MatrixMap query, MatrixMap key, RowMajorMatrix& value,
+                   float* attention_probs, RowMajorMatrix& context) {
   const Index n = x.rows(), d = x.cols(), d_head = d / heads;
-  query.noalias() = x * w.query_weight.transpose();
-  query.rowwise() += w.query_bias.transpose();
-  key.noalias() = x * w.key_weight.transpose();
-  key.rowwise() += w.key_bias.transpose();
-  value.noalias() = x * w.value_weight.transpose();
-  value.rowwise() += w.value_bias.transpose();
+  Linear(w.query, x, query);
+  Linear(w.key, x, key);
+  Linear(w.value, x, value);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_head));
   for (int32_t h = 0; h < heads; ++h) {
     MatrixMap probs(attention_probs + h * n * n, n, n);  // (n, n)
-    probs.noalias() = query.middleCols(h * d_head, d_head) * key.middleCols(h * d_head, d_head).transpose();
+    MatMulTransposed(query.middleCols(h * d_head, d_head), key.middleCols(h * d_head, d_head), probs);
     probs *= scale;
     SoftmaxRows(probs);
-    context.middleCols(h * d_head, d_head).noalias() = probs * value.middleCols(h * d_head, d_head);
+    if (removed != nullptr && removed[h]) {
+      context.middleCols(h * d_head, d_head).setZero();
+    } else {
+      MatMul(probs, value.middleCols(h * d_head, d_head), context.middleCols(h * d_head, d_head));
+    }
   }
 }
 
@@ -105,7 +109,15 @@ const float* Activations::AttentionRow(int32_t layer, int32_t head, int32_t row)
   return Attention(layer, head).data() + Index{row} * tokens;
 }
 
-Encoder::Encoder(const Model& model) : model_(model) {}
+Encoder::Encoder(const Model& model) : model_(model) {
+  const auto start = std::chrono::steady_clock::now();
+  packed_.reserve(model.weights().layers.size());
+  for (const LayerWeights& w : model.weights().layers) {
+    packed_.emplace_back(w);
+    packed_bytes_ += packed_.back().packed_bytes();
+  }
+  pack_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
 
 double Encoder::ForwardFlops(const ModelConfig& c, int32_t n) {
   const double tokens = n, d = c.hidden_size, f = c.intermediate_size;
@@ -120,8 +132,9 @@ uint64_t Encoder::ActivationFloats(const ModelConfig& c, int32_t n) {
   const uint64_t f = c.intermediate_size;
   // hidden states, attention, queries and keys, then the scratch: value, context, attention
   // output (n, d) and intermediate (n, f). ConfigLimits keep every product below 2^62.
+  // The value norms (L, H, n) and their scratch (n, d) when asked for are counted too.
   return (L + 1) * tokens * d + L * H * tokens * tokens + 2 * L * tokens * d + 3 * tokens * d +
-         tokens * f;
+         tokens * f + L * H * tokens + tokens * d;
 }
 
 Status Encoder::CheckIds(const std::vector<int32_t>& ids) const {
@@ -144,6 +157,11 @@ Status Encoder::CheckIds(const std::vector<int32_t>& ids) const {
       return Status::Error("token id " + std::to_string(ids[i]) + " at position " +
                            std::to_string(i) + " is outside the vocabulary [0, " +
                            std::to_string(c.vocab_size) + "); tokenize with this model's vocabulary");
+    }
+    if (!model_.RowLoaded(ids[i])) {
+      return Status::Error("the word-embedding row of token id " + std::to_string(ids[i]) +
+                           " is in shard " + std::to_string(model_.ShardOfRow(ids[i])) +
+                           ", which is not loaded; load that shard of the model first");
     }
   }
   return Status::Ok();
@@ -176,35 +194,57 @@ void Encoder::Embed(const std::vector<int32_t>& ids, MatrixMap x) const {
   LayerNorm(x, w.embeddings_norm_weight, w.embeddings_norm_bias, model_.config().layer_norm_eps);
 }
 
-void Encoder::FeedForward(const LayerWeights& w, const RowMajorMatrix& x, MatrixMap y) {
-  intermediate_.noalias() = x * w.intermediate_weight.transpose();
-  intermediate_.rowwise() += w.intermediate_bias.transpose();
-  Gelu(intermediate_.data(), static_cast<size_t>(intermediate_.size()));
-  y.noalias() = intermediate_ * w.output_weight.transpose();
-  y.rowwise() += w.output_bias.transpose();
+void Encoder::FeedForward(const LayerWeights& w, const PackedLayer& packed, const RowMajorMatrix& x,
+                          MatrixMap y) {
+  Linear(packed.intermediate, x, intermediate_, Epilogue::kBiasGelu);
+  Linear(packed.output, intermediate_, y);
   AddLayerNorm(y, x, w.output_norm_weight, w.output_norm_bias, model_.config().layer_norm_eps);
 }
 
-Status Encoder::Forward(const std::vector<int32_t>& ids, Activations* out) {
+void Encoder::ValueNorms(const LayerWeights& w, float* norms) const {
+  const Index n = value_.rows(), d = value_.cols();
+  const Index heads = model_.config().num_attention_heads, d_head = d / heads;
+  RowMajorMatrix carried(n, d);  // (n, d): v_j^h W_O^h^T for one head
+  for (Index h = 0; h < heads; ++h) {
+    carried.noalias() = value_.middleCols(h * d_head, d_head) *
+                        w.attention_output_weight.middleCols(h * d_head, d_head).transpose();
+    Eigen::Map<Eigen::VectorXf>(norms + h * n, n) = carried.rowwise().norm();
+  }
+}
+
+Status Encoder::Forward(const std::vector<int32_t>& ids, Activations* out,
+                        const ForwardOptions& options) {
   Status status = CheckIds(ids);
   if (!status.ok()) return status;
+  const ModelConfig& c = model_.config();
+  const size_t head_count = size_t{c.num_hidden_layers} * c.num_attention_heads;
+  if (!options.removed_heads.empty() && options.removed_heads.size() != head_count) {
+    return Status::Error("the head mask has " + std::to_string(options.removed_heads.size()) +
+                         " entries, expected " + std::to_string(head_count) + " (layers x heads)");
+  }
   const Index n = static_cast<Index>(ids.size());
   Resize(static_cast<int32_t>(n), out);
   Activations& a = *out;
   a.ids = ids;
+  a.removed_heads.assign(head_count, 0);
+  for (size_t k = 0; k < options.removed_heads.size(); ++k) a.removed_heads[k] = options.removed_heads[k] != 0;
+  const uint8_t* removed = options.removed_heads.empty() ? nullptr : a.removed_heads.data();
+  a.value_norms.assign(options.value_norms ? head_count * static_cast<size_t>(n) : 0, 0.0f);
   const Index H = a.heads, d = a.hidden;
   const float eps = model_.config().layer_norm_eps;
   Embed(ids, MatrixMap(a.hidden_states.data(), n, d));
   for (Index l = 0; l < a.layers; ++l) {
     const LayerWeights& w = model_.weights().layers[static_cast<size_t>(l)];
+    const PackedLayer& packed = packed_[static_cast<size_t>(l)];
     const ConstMatrixMap x(a.hidden_states.data() + l * n * d, n, d);  // (n, d)
-    SelfAttention(w, x, static_cast<int32_t>(H), MatrixMap(a.queries.data() + l * n * d, n, d),
+    SelfAttention(packed, x, static_cast<int32_t>(H), removed ? removed + l * H : nullptr,
+                  MatrixMap(a.queries.data() + l * n * d, n, d),
                   MatrixMap(a.keys.data() + l * n * d, n, d), value_,
                   a.attention_probs.data() + l * H * n * n, context_);
-    attention_out_.noalias() = context_ * w.attention_output_weight.transpose();
-    attention_out_.rowwise() += w.attention_output_bias.transpose();
+    if (options.value_norms) ValueNorms(w, a.value_norms.data() + l * H * n);
+    Linear(packed.attention_output, context_, attention_out_);
     AddLayerNorm(attention_out_, x, w.attention_output_norm_weight, w.attention_output_norm_bias, eps);
-    FeedForward(w, attention_out_, MatrixMap(a.hidden_states.data() + (l + 1) * n * d, n, d));
+    FeedForward(w, packed, attention_out_, MatrixMap(a.hidden_states.data() + (l + 1) * n * d, n, d));
   }
   return Status::Ok();
 }
@@ -216,6 +256,11 @@ Status Encoder::MaskedLmLogits(const Activations& activations, int32_t position,
   if (!w.has_masked_lm_head) {
     return Status::Error("this model file has no masked-LM head (cls.predictions.*); convert a "
                          "BertForMaskedLM checkpoint with scripts/model/convert_model.py to get one");
+  }
+  if (!model_.AllRowsLoaded()) {
+    return Status::Error("masked-LM predictions score every vocabulary entry, so they need the "
+                         "whole word-embedding table: " + std::to_string(model_.loaded_shards()) +
+                         " of " + std::to_string(model_.shard_count()) + " shards are loaded; load the rest first");
   }
   if (activations.layers != static_cast<int32_t>(c.num_hidden_layers) ||
       activations.hidden != static_cast<int32_t>(c.hidden_size)) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/kernels.h"
 #include "core/model_file.h"
 #include "core/status.h"
 
@@ -38,6 +39,12 @@ struct Activations {
   std::vector<float> queries;          // (L, n, d): x W_q^T + b_q, before the 1/sqrt(d_head)
   std::vector<float> keys;             // (L, n, d): x W_k^T + b_k; head h is columns
                                        // [h d_head, (h+1) d_head)
+  // (L, H, n) when ForwardOptions::value_norms: ||W_O^h v_j||, the norm of token j's value
+  // vector in head h carried through the head's slice of the output projection (without its
+  // bias). a_ij times it is the value-weighted reading ||a_ij W_O^h v_j|| of Kobayashi et al.,
+  // "Attention is not only a weight" (EMNLP 2020). Else empty.
+  std::vector<float> value_norms;
+  std::vector<uint8_t> removed_heads;  // (L * H), 1 where the head's output was removed
 
   int32_t head_size() const { return heads ? hidden / heads : 0; }
   ConstMatrixMap HiddenState(int32_t index) const;  // (n, d), index in [0, L]
@@ -48,6 +55,16 @@ struct Activations {
   const float* AttentionRow(int32_t layer, int32_t head, int32_t row) const;
 };
 
+// What Forward does beyond the plain pass.
+struct ForwardOptions {
+  // (L * H), index l * H + h; nonzero removes that head: Hugging Face's head_mask semantics,
+  // its attention probabilities times 0 before they weight the values, so its slice of the
+  // context is zero. The probabilities it computed are still reported in attention_probs.
+  // Empty: no head is removed.
+  std::vector<uint8_t> removed_heads;
+  bool value_norms = false;  // fill Activations::value_norms
+};
+
 class Encoder {
  public:
   // The model must outlive the encoder.
@@ -56,7 +73,8 @@ class Encoder {
   // ids: token ids, [CLS] ... [SEP] as the tokenizer makes them. Fails (and leaves *out in an
   // unspecified state) when there are no ids, more than max_position_embeddings, or an id
   // outside [0, vocab_size).
-  Status Forward(const std::vector<int32_t>& ids, Activations* out);
+  Status Forward(const std::vector<int32_t>& ids, Activations* out,
+                 const ForwardOptions& options = ForwardOptions());
 
   // The masked-LM head's scores over the vocabulary (V) for one position of a forward pass:
   // dense + GELU + LayerNorm, then the tied word-embedding decoder plus cls.predictions.bias.
@@ -73,6 +91,11 @@ class Encoder {
   // attention products (the FLOP count the benchmark reports).
   static double ForwardFlops(const ModelConfig& config, int32_t n);
 
+  // The dense layers' weights packed for the matrix kernels (core/kernels.h) when the encoder
+  // was made: the bytes they take beyond the model (0 where Eigen runs) and the time it took.
+  size_t packed_bytes() const { return packed_bytes_; }
+  double pack_milliseconds() const { return pack_ms_; }
+
  private:
   Status CheckIds(const std::vector<int32_t>& ids) const;
   // Sizes *out and the scratch for n tokens (a no-op when n is unchanged).
@@ -80,9 +103,15 @@ class Encoder {
   // word + position + token type 0 embeddings, then LayerNorm, into x (n, d).
   void Embed(const std::vector<int32_t>& ids, MatrixMap x) const;
   // y = LayerNorm(GELU(x W_i^T + b_i) W_o^T + b_o + x) for one layer; x, y (n, d).
-  void FeedForward(const LayerWeights& w, const RowMajorMatrix& x, MatrixMap y);
+  void FeedForward(const LayerWeights& w, const PackedLayer& packed, const RowMajorMatrix& x,
+                   MatrixMap y);
+  // ||W_O^h v_j|| of the layer whose values value_ holds, into norms (H, n).
+  void ValueNorms(const LayerWeights& w, float* norms) const;
 
   const Model& model_;
+  std::vector<PackedLayer> packed_;  // one per layer
+  size_t packed_bytes_ = 0;
+  double pack_ms_ = 0;
   // Scratch sized once per sentence length in Resize, reused by every layer.
   RowMajorMatrix value_;          // (n, d)
   RowMajorMatrix context_;        // (n, d)
