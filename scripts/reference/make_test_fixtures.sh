@@ -31,9 +31,9 @@ mkdir -p "$OUT"
 "$PY" -m scripts.reference.make_random_model --preset mini --seed 2 --hf "$OUT/mini_hf"
 "$PY" -m scripts.model.convert_model to-attn "$OUT/mini_hf" "$OUT/mini.attn"
 "$PY" -m scripts.reference.reference_bert "$OUT/tiny_hf" --fixtures "$OUT/tiny" \
-  --lengths 2,5,17,64 --seed 11
+  --lengths 17,2,5,64 --seed 11 --ablations "1.2,2.*,all"
 "$PY" -m scripts.reference.reference_bert "$OUT/mini_hf" --fixtures "$OUT/mini" \
-  --lengths 2,9,33,128,512 --seed 12
+  --lengths 33,2,9,128,512 --seed 12 --ablations "2.3,1.*,1.1+3.4+4.2,all"
 # Written last, so an interrupted run is redone next time.
 echo "$stamp_value" > "$OUT/.stamp"
 echo "fixtures: written to $OUT"

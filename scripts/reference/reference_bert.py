@@ -10,7 +10,8 @@ hidden states, the attention probabilities of every layer and head, and attentio
     python3 -m scripts.reference.reference_bert HF_DIR --fixtures OUT --lengths 2,9,33 --seed 7
 
 Fixture layout (read by tests/cpp/parity_test.cc), one folder per case OUT/<k>/, k = 0, 1, ...:
-ids.txt (space-separated ids), meta.txt ("layers heads n hidden"), attention.f32 (L*H*n*n,
+ids.txt (space-separated ids), meta.txt ("layers heads n hidden"), removed.txt (only in cases
+made with --ablations: L*H flags, 1 = head removed), attention.f32 (L*H*n*n,
 [l][h][i][j]), hidden.f32 ((L+1)*n*d, index 0 the embeddings output), rollout.f32 (n*n); all
 float32 little-endian. The computation runs in float64, so the reference is more exact than the
 float32 engine it checks.
@@ -78,8 +79,12 @@ def softmax_rows(scores):
     return e / e.sum(dim=-1, keepdim=True)
 
 
-def self_attention(x, w, prefix, heads):
-    """Multi-head self-attention of x (n, d): (output (n, d), attention probs (H, n, n))."""
+def self_attention(x, w, prefix, heads, removed=None):
+    """Multi-head self-attention of x (n, d): (output (n, d), attention probs (H, n, n)).
+
+    removed: H flags; a removed head's probabilities are multiplied by 0 before they weight the
+    values (Hugging Face's head_mask), and the probabilities it computed are returned as they were.
+    """
     n, d = x.shape
     d_head = d // heads
 
@@ -91,12 +96,17 @@ def self_attention(x, w, prefix, heads):
     value = split_heads(linear(x, w[prefix + "self.value.weight"], w[prefix + "self.value.bias"]))
     scores = query @ key.transpose(1, 2) / math.sqrt(d_head)  # (H, n, n)
     attention_probs = softmax_rows(scores)                    # (H, n, n)
-    context = (attention_probs @ value).transpose(0, 1).reshape(n, d)
+    weights = attention_probs
+    if removed is not None:
+        keep = torch.tensor([0.0 if r else 1.0 for r in removed], dtype=scores.dtype)
+        weights = attention_probs * keep[:, None, None]
+    context = (weights @ value).transpose(0, 1).reshape(n, d)
     return context, attention_probs
 
 
-def forward(config, weights, ids, dtype=torch.float64):
-    """BertModel forward for one sentence (token type 0, no padding).
+def forward(config, weights, ids, dtype=torch.float64, removed=None):
+    """BertModel forward for one sentence (token type 0, no padding); removed: None or (L, H)
+    flags of heads to remove (see self_attention).
 
     Returns (hidden_states (L+1, n, d), attention_probs (L, H, n, n)) as numpy arrays in dtype.
     """
@@ -115,7 +125,8 @@ def forward(config, weights, ids, dtype=torch.float64):
     attention = []
     for layer in range(layers):
         p = f"encoder.layer.{layer}."
-        context, attention_probs = self_attention(x, w, p + "attention.", heads)
+        context, attention_probs = self_attention(
+            x, w, p + "attention.", heads, None if removed is None else removed[layer])
         attended = linear(context, w[p + "attention.output.dense.weight"],
                           w[p + "attention.output.dense.bias"])
         x = layer_norm(attended + x, w[p + "attention.output.LayerNorm.weight"],
@@ -150,8 +161,24 @@ def random_ids(length, vocab_size, rng):
     return [CLS_ID] + middle + [SEP_ID]
 
 
-def write_case(folder, ids, hidden_states, attention, rollout_matrix):
+def parse_heads(spec, layers, heads):
+    """(L, H) flags from "all", "L.*" or "L.H" items joined by "+", counted from 1."""
+    flags = [[0] * heads for _ in range(layers)]
+    for item in spec.split("+"):
+        if item == "all":
+            flags = [[1] * heads for _ in range(layers)]
+            continue
+        layer, head = item.split(".")
+        for h in (range(heads) if head == "*" else [int(head) - 1]):
+            flags[int(layer) - 1][h] = 1
+    return flags
+
+
+def write_case(folder, ids, hidden_states, attention, rollout_matrix, removed=None):
     os.makedirs(folder, exist_ok=True)
+    if removed is not None:
+        with open(os.path.join(folder, "removed.txt"), "w") as f:
+            f.write(" ".join(str(flag) for row in removed for flag in row) + "\n")
     layers, heads, n, _ = attention.shape
     with open(os.path.join(folder, "ids.txt"), "w") as f:
         f.write(" ".join(str(i) for i in ids) + "\n")
@@ -172,6 +199,9 @@ def main(argv=None):
     parser.add_argument("--fixtures", help="write parity fixture cases into this folder")
     parser.add_argument("--lengths", help="fixture sentence lengths, e.g. 2,5,17,64")
     parser.add_argument("--seed", type=int, default=0, help="seed for the fixture ids")
+    parser.add_argument("--ablations", help="extra fixture cases with heads removed, one per "
+                        "item of a comma-separated list, each 'all', 'L.*' (a layer) or 'L.H', "
+                        "joined by '+', counted from 1; their ids have the first --lengths length")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     config, weights = load_hf_folder(args.hf_dir)
@@ -185,6 +215,14 @@ def main(argv=None):
             hidden_states, attention = forward(config, weights, ids)
             write_case(os.path.join(args.fixtures, str(k)), ids, hidden_states, attention,
                        rollout(attention))
+        layers, heads = int(config["num_hidden_layers"]), int(config["num_attention_heads"])
+        first = int(args.lengths.split(",")[0])
+        for m, spec in enumerate((args.ablations or "").split(",") if args.ablations else []):
+            removed = parse_heads(spec, layers, heads)
+            ids = random_ids(first, int(config["vocab_size"]), rng)
+            hidden_states, attention = forward(config, weights, ids, removed=removed)
+            write_case(os.path.join(args.fixtures, str(k + 1 + m)), ids, hidden_states,
+                       attention, rollout(attention), removed)
         return 0
 
     if not args.ids:

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -350,6 +352,83 @@ TEST_F(AnalyzeTextTest, OutputsMaskingAndTruncation) {
   EXPECT_EQ(analysis.tokens(), 24);
   EXPECT_TRUE(analysis.encoding.truncated);
   EXPECT_EQ(analysis.encoding.full_length, 42);
+}
+
+TEST_F(AnalyzeTextTest, RemovedHeadsKeepTheirAttentionAndChangeWhatFollows) {
+  const std::string text = "the cat sat on the mat.";
+  SentenceAnalysis plain, ablated;
+  ASSERT_TRUE(AnalyzeText(*model_, text, AnalysisOptions(), &plain).ok());
+  AnalysisOptions options;
+  // TinyConfig: 2 layers of 4 heads. Remove layer 1's head 2 (counted from 1 as on the page).
+  ASSERT_TRUE(ParseHeadList("1.2", model_->model().config(), &options.removed_heads).ok());
+  ASSERT_EQ(options.removed_heads, std::vector<uint8_t>({0, 1, 0, 0, 0, 0, 0, 0}));
+  ASSERT_TRUE(AnalyzeText(*model_, text, options, &ablated).ok());
+  EXPECT_EQ(ablated.activations.removed_heads, options.removed_heads);
+  const Activations& a = plain.activations;
+  const Activations& b = ablated.activations;
+  const size_t layer0 = static_cast<size_t>(a.heads) * a.tokens * a.tokens;
+  // Layer 0's attention is computed before the removal takes effect, the removed head's
+  // included; layer 1's input, and so its attention, changes.
+  EXPECT_TRUE(std::equal(a.attention_probs.begin(), a.attention_probs.begin() + layer0,
+                         b.attention_probs.begin()));
+  EXPECT_NE(std::vector<float>(a.attention_probs.begin() + layer0, a.attention_probs.end()),
+            std::vector<float>(b.attention_probs.begin() + layer0, b.attention_probs.end()));
+  EXPECT_NE(a.hidden_states, b.hidden_states);
+
+  // The same result through the encoder with Hugging Face's head mask by hand: removing a head
+  // equals zeroing its slice of the context, which removing all of a layer's heads makes
+  // the attention block's output its bias alone.
+  options.removed_heads.assign(8, 1);
+  ASSERT_TRUE(AnalyzeText(*model_, text, options, &ablated).ok());
+  EXPECT_TRUE(std::equal(a.attention_probs.begin(), a.attention_probs.begin() + layer0,
+                         ablated.activations.attention_probs.begin()));
+
+  for (const char* bad : {"0.1", "3.1", "1.5", "1", "1.", ".1", "1.2.3", "a.b", "1.1,", "1.1,,2.2", "-1.1"}) {
+    std::vector<uint8_t> flags;
+    const Status status = ParseHeadList(bad, model_->model().config(), &flags);
+    EXPECT_FALSE(status.ok()) << bad;
+    EXPECT_HAS(status.message(), "L in 1..2 and H in 1..4");
+  }
+  std::vector<uint8_t> none;
+  EXPECT_TRUE(ParseHeadList("", model_->model().config(), &none).ok());
+  EXPECT_TRUE(none.empty());
+}
+
+TEST_F(AnalyzeTextTest, ValueNormsAreTheValuesCarriedThroughTheOutputProjection) {
+  const std::string text = "a dog ran on the mat";
+  AnalysisOptions options;
+  options.outputs = kOutputValueNorms;
+  SentenceAnalysis analysis;
+  ASSERT_TRUE(AnalyzeText(*model_, text, options, &analysis).ok());
+  const Activations& a = analysis.activations;
+  const int32_t n = a.tokens, d = a.hidden, H = a.heads, dh = d / H;
+  ASSERT_EQ(a.value_norms.size(), static_cast<size_t>(a.layers) * H * n);
+  // By hand: v_j = x_j W_v^T + b_v from the layer's input, then || W_O[:, head] v_j[head] ||.
+  const Weights& w = model_->model().weights();
+  double worst = 0;
+  for (int32_t l = 0; l < a.layers; ++l) {
+    const LayerWeights& lw = w.layers[static_cast<size_t>(l)];
+    for (int32_t j = 0; j < n; ++j) {
+      const Eigen::VectorXf x = a.HiddenState(l).row(j).transpose();
+      const Eigen::VectorXf v = lw.value_weight * x + lw.value_bias;
+      for (int32_t h = 0; h < H; ++h) {
+        double norm = 0;
+        for (int32_t r = 0; r < d; ++r) {
+          double sum = 0;
+          for (int32_t c = 0; c < dh; ++c) sum += double{lw.attention_output_weight(r, h * dh + c)} * v(h * dh + c);
+          norm += sum * sum;
+        }
+        const float got = a.value_norms[(static_cast<size_t>(l) * H + h) * n + j];
+        worst = std::max(worst, std::fabs(std::sqrt(norm) - got) / std::max(1.0, std::sqrt(norm)));
+      }
+    }
+  }
+  constexpr double kTolerance = 1e-5;  // relative, float32 products of length 16
+  std::printf("value norms: max relative |diff| %.3g (tol %.0e)\n", worst, kTolerance);
+  EXPECT_LE(worst, kTolerance);
+  // Not asked for: not computed.
+  ASSERT_TRUE(AnalyzeText(*model_, text, AnalysisOptions(), &analysis).ok());
+  EXPECT_TRUE(analysis.activations.value_norms.empty());
 }
 
 TEST(LoadedModelTest, RefusesAModelWhoseLongestSentenceWouldExceedTheActivationBudget) {

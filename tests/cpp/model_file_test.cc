@@ -285,8 +285,8 @@ TEST_F(BrokenFileTest, HeaderSizeFlagsAndReserved) {
   PutU32(&bytes, 12, 128);
   EXPECT_HAS(LoadError(bytes), "header size is 128, expected 256");
   bytes = bytes_;
-  PutU32(&bytes, 52, 1);
-  EXPECT_HAS(LoadError(bytes), "flags are 1, expected 0");
+  PutU32(&bytes, 52, 6);
+  EXPECT_HAS(LoadError(bytes), "flags are 6, expected 0 or 1");
   bytes = bytes_;
   bytes[200] = 1;
   EXPECT_HAS(LoadError(bytes), "header byte 200 (reserved) is not zero");
@@ -473,16 +473,13 @@ TEST_F(BrokenFileTest, EntryFieldsDtypeBytesAlignmentOverlap) {
 // big tensors are one-symbol rans lanes, 8 bytes per 4,096 values, so they are small on disk.
 // In a 32-bit build the first one's count (over 2^32 values) used to wrap in size_t, leaving a
 // small buffer that the decoder then overran.
+// One layer of one head, with the vocabulary and hidden size that make the sizes.
 ModelConfig HugeConfig(uint32_t vocab, uint32_t hidden) {
-  ModelConfig c;
+  ModelConfig c = TinyConfig();
   c.vocab_size = vocab;
   c.hidden_size = hidden;
-  c.num_hidden_layers = 1;
-  c.num_attention_heads = 1;
-  c.intermediate_size = 1;
+  c.num_hidden_layers = c.num_attention_heads = c.intermediate_size = c.type_vocab_size = 1;
   c.max_position_embeddings = 16;
-  c.type_vocab_size = 1;
-  c.layer_norm_eps = 1e-12f;
   return c;
 }
 

@@ -82,7 +82,7 @@ void CheckModel(const std::string& dir, const std::string& name) {
   Encoder encoder(*model);
   Activations a;
   double worst_attention = 0, worst_hidden = 0, worst_rollout = 0, worst_row_sum = 0;
-  int cases = 0;
+  int cases = 0, ablated_cases = 0;
   for (int k = 0;; ++k) {
     const std::string case_dir = dir + "/" + name + "/" + std::to_string(k);
     if (!Exists(case_dir)) break;
@@ -103,7 +103,17 @@ void CheckModel(const std::string& dir, const std::string& name) {
     ASSERT_TRUE(ReadFloats(case_dir + "/hidden.f32", (L + 1) * n * d, &hidden));
     ASSERT_TRUE(ReadFloats(case_dir + "/rollout.f32", n * n, &rollout));
 
-    const Status forward = encoder.Forward(ids, &a);
+    // Cases with heads removed (Hugging Face head_mask semantics) carry removed.txt.
+    ForwardOptions options;
+    std::string removed_text;
+    if (Exists(case_dir + "/removed.txt")) {
+      ASSERT_TRUE(ReadText(case_dir + "/removed.txt", &removed_text));
+      std::istringstream flags(removed_text);
+      for (int flag; flags >> flag;) options.removed_heads.push_back(static_cast<uint8_t>(flag));
+      ASSERT_EQ(options.removed_heads.size(), L * H) << "removed.txt: '" << removed_text << "'";
+      ++ablated_cases;
+    }
+    const Status forward = encoder.Forward(ids, &a, options);
     ASSERT_TRUE(forward.ok()) << forward.message();
     const RowMajorMatrix ours = Rollout(a, 0.5);
     const double da = MaxAbsDifference(a.attention_probs.data(), attention.data(), attention.size());
@@ -129,9 +139,11 @@ void CheckModel(const std::string& dir, const std::string& name) {
   }
   EXPECT_LE(worst_row_sum, kRowSumTolerance);
   ASSERT_GT(cases, 0) << "no cases under " << dir << "/" << name << "/; re-run scripts/reference/make_test_fixtures.sh";
-  std::printf("parity %s (%d cases): max |diff| attention %.3g (tol %.0e), hidden %.3g (tol %.0e), "
+  ASSERT_GT(ablated_cases, 0) << "no cases with heads removed under " << dir << "/" << name
+                              << "/; re-run scripts/reference/make_test_fixtures.sh";
+  std::printf("parity %s (%d cases, %d with heads removed): max |diff| attention %.3g (tol %.0e), hidden %.3g (tol %.0e), "
               "rollout %.3g (tol %.0e); max |row sum - 1| %.3g\n",
-              name.c_str(), cases, worst_attention, kAttentionTolerance, worst_hidden, kHiddenTolerance,
+              name.c_str(), cases, ablated_cases, worst_attention, kAttentionTolerance, worst_hidden, kHiddenTolerance,
               worst_rollout, kRolloutTolerance, worst_row_sum);
 }
 

@@ -32,6 +32,9 @@ struct WriterTensor {
   // rans only: every value is 0, written as one-symbol lanes (8 bytes per 4,096 values) with no
   // per-value data in memory, so that a small file can declare billions of values.
   bool constant_zero = false;
+  // rans only: write the tensor's rans header alone (levels, lanes, frequencies), as a core file
+  // of the split layout holds its word embeddings.
+  bool header_only = false;
   uint64_t numel() const {
     uint64_t n = 1;
     for (uint32_t k = 0; k < ndim; ++k) n *= shape[k];
@@ -53,6 +56,7 @@ struct ModelParts {
   std::vector<WriterTensor> tensors;
   uint32_t version = 1;
   uint32_t flags = 0;
+  uint32_t rows_per_shard = 0;  // header bytes 148..151, the split layout's R
 
   WriterTensor* Find(const std::string& tensor_name) {
     for (WriterTensor& t : tensors) {
@@ -159,6 +163,13 @@ inline std::vector<uint8_t> ConstantZeroRansPayload(const WriterTensor& t);
 
 inline std::vector<uint8_t> RansPayload(const WriterTensor& t) {
   if (t.constant_zero) return ConstantZeroRansPayload(t);
+  if (t.header_only) {
+    WriterTensor whole = t;
+    whole.header_only = false;
+    std::vector<uint8_t> b = RansPayload(whole);
+    b.resize(8 + (2 * (2 * size_t{t.levels} + 1) + 3) / 4 * 4);
+    return b;
+  }
   constexpr uint32_t kProbScale = 1u << 15, kLane = 4096;
   const uint32_t alphabet = 2 * t.levels + 1;
   const uint64_t numel = t.numel();
@@ -340,6 +351,7 @@ inline std::vector<uint8_t> Serialize(const ModelParts& parts, Layout* layout = 
   PutF32(&b, 44, c.layer_norm_eps);
   PutU32(&b, 48, static_cast<uint32_t>(parts.tensors.size()));
   PutU32(&b, 52, parts.flags);
+  PutU32(&b, 148, parts.rows_per_shard);
   const uint64_t sections[5][2] = {{at.name, parts.name.size()},
                                    {at.provenance, parts.provenance.size()},
                                    {at.vocab, parts.vocab.size()},
@@ -383,6 +395,58 @@ inline std::vector<uint8_t> Serialize(const ModelParts& parts, Layout* layout = 
   FixSizeAndCrc(&b);
   if (layout) *layout = at;
   return b;
+}
+
+// The split layout (model_data/README.md, "Split layout for the page"), written here from the
+// README independently of scripts/model/split_model.py: the core (flag 1, R at 148, the word
+// embeddings' rans header alone) and one shard per R rows, each payload sliced from the single
+// file's rans tensor. The word embeddings must be rans with one scale per row.
+struct SplitFiles {
+  std::vector<uint8_t> core;
+  std::vector<std::vector<uint8_t>> shards;
+};
+
+inline SplitFiles Split(ModelParts parts, uint32_t rows_per_shard) {
+  WriterTensor* w = parts.Find("embeddings.word_embeddings.weight");
+  const std::vector<uint8_t> full = RansPayload(*w);
+  const uint64_t d = w->shape[1], vocab = w->shape[0], group = w->group_size;
+  const uint64_t table = 8 + (2 * (2 * uint64_t{w->levels} + 1) + 3) / 4 * 4;
+  const uint64_t lanes = GetU32(full, 4), groups = vocab * d / group;
+  const uint64_t states_at = table + 4 * groups, lengths_at = states_at + 4 * lanes;
+  std::vector<uint64_t> stream_at(lanes + 1, lengths_at + 4 * lanes);
+  for (uint64_t k = 0; k < lanes; ++k) stream_at[k + 1] = stream_at[k] + GetU32(full, lengths_at + 4 * k);
+  w->header_only = true;
+  parts.flags = 1;
+  parts.rows_per_shard = rows_per_shard;
+  SplitFiles out;
+  out.core = Serialize(parts);
+  const uint32_t core_crc = GetU32(out.core, 144);
+  for (uint64_t first = 0, k = 0; first < vocab; first += rows_per_shard, ++k) {
+    const uint64_t rows = std::min<uint64_t>(rows_per_shard, vocab - first);
+    const uint64_t lane0 = first * d / 4096, lane_count = (rows * d + 4095) / 4096;
+    std::vector<uint8_t> payload;
+    auto slice = [&](uint64_t from, uint64_t bytes) {
+      payload.insert(payload.end(), full.begin() + static_cast<std::ptrdiff_t>(from),
+                     full.begin() + static_cast<std::ptrdiff_t>(from + bytes));
+    };
+    slice(table + 4 * (first * d / group), 4 * (rows * d / group));
+    slice(states_at + 4 * lane0, 4 * lane_count);
+    slice(lengths_at + 4 * lane0, 4 * lane_count);
+    slice(stream_at[lane0], stream_at[lane0 + lane_count] - stream_at[lane0]);
+    std::vector<uint8_t> shard(64, 0);
+    std::memcpy(shard.data(), "ATTNROWS", 8);
+    PutU32(&shard, 8, 1);
+    PutU32(&shard, 12, 64);
+    PutU32(&shard, 16, core_crc);
+    PutU32(&shard, 20, static_cast<uint32_t>(k));
+    PutU32(&shard, 24, static_cast<uint32_t>(first));
+    PutU32(&shard, 28, static_cast<uint32_t>(rows));
+    PutU64(&shard, 32, payload.size());
+    PutU32(&shard, 40, Crc32(payload.data(), payload.size()));
+    shard.insert(shard.end(), payload.begin(), payload.end());
+    out.shards.push_back(std::move(shard));
+  }
+  return out;
 }
 
 }  // namespace attn::testing

@@ -24,6 +24,8 @@ CLI = os.environ.get("ATTN_CLI", os.path.join(ROOT, "build", "native", "attentio
 # The fp32 attention bar (docs/ARCHITECTURE.md, "Fidelity bars"): float32 engine against the
 # float64 reference.
 ATTENTION_TOLERANCE = 1e-5
+HIDDEN_TOLERANCE = 1e-4  # the hidden-state bar of the C++ parity test
+MODEL = os.path.join(ROOT, "model_data", "explainer-mini.compact.attn")
 SENTENCE = "The quick brown fox jumps over the lazy dog, and then it naps."
 PLANS = (None,
          "*.weight=int8:row,*LayerNorm*=f16,*=f32",
@@ -63,6 +65,51 @@ class CliParityTest(unittest.TestCase):
 
     def test_mini_shape_in_every_precision(self):
         self.check(make_random_model.make_model("mini", 51, {}), "mini")
+
+
+@requires_input(CLI, "build it with scripts/build.sh native", executable=True)
+class CliAblationTest(unittest.TestCase):
+    """`analyze --ablate L.H,... --hidden` against the reference with the same heads removed
+    (Hugging Face head_mask semantics), for one head, a whole layer and every head."""
+
+    def test_removed_heads_match_the_reference(self):
+        tmp = tempfile.mkdtemp(prefix="attn_cli_ablate_")
+        self.addCleanup(shutil.rmtree, tmp)
+        path = os.path.join(tmp, "model.attn")
+        model = make_random_model.make_model("mini", 54, {})
+        modelfile.write(path, model)
+        decoded = modelfile.read(path)
+        config = dict(decoded.config.__dict__)
+        layers, heads = config["num_hidden_layers"], config["num_attention_heads"]
+        weights = {k: torch.from_numpy(v) for k, v in decoded.tensors.items()}
+        cases = {"2.3": reference_bert.parse_heads("2.3", layers, heads),
+                 "1.1,1.2,1.3,1.4": reference_bert.parse_heads("1.*", layers, heads),
+                 ",".join(f"{l}.{h}" for l in range(1, layers + 1) for h in range(1, heads + 1)):
+                     reference_bert.parse_heads("all", layers, heads)}
+        for spec, removed in cases.items():
+            result = subprocess.run([CLI, "analyze", "--model", path, "--json", "--hidden",
+                                     "--ablate", spec, SENTENCE],
+                                    capture_output=True, text=True, timeout=120)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            out = json.loads(result.stdout)
+            ids = [token["id"] for token in out["tokens"]]
+            hidden, attention = reference_bert.forward(config, weights, ids, removed=removed)
+            attention_diff = np.abs(np.array(out["attention"]) - attention).max()
+            hidden_diff = np.abs(np.array(out["hidden"]) - hidden[-1]).max()
+            print(f"\n  --ablate {spec[:20]}: attention max |diff| {attention_diff:.2e}, "
+                  f"last hidden {hidden_diff:.2e}", end="")
+            self.assertLessEqual(attention_diff, ATTENTION_TOLERANCE)
+            self.assertLessEqual(hidden_diff, HIDDEN_TOLERANCE)
+            want = [{"layer": l, "head": h} for l in range(layers) for h in range(heads)
+                    if removed[l][h]]
+            self.assertEqual(out["removed_heads"], want)
+
+    def test_a_bad_head_list_names_the_form_and_the_range(self):
+        for spec in ("0.1", "5.1", "2.9", "2", "x.y", "2.3,"):
+            result = subprocess.run([CLI, "analyze", "--model", MODEL, "--json", "--ablate", spec,
+                                     "The cat sat."], capture_output=True, text=True, timeout=60)
+            self.assertEqual(result.returncode, 2, spec)
+            self.assertIn("L.H[,L.H...] with L in 1..4 and H in 1..4", result.stderr)
 
 
 @requires_input(CLI, "build it with scripts/build.sh native", executable=True)

@@ -81,25 +81,35 @@ class Engine {
     info.set("intermediate", config.intermediate_size);
     info.set("max_positions", config.max_position_embeddings);
     info.set("has_masked_lm_head", model.weights().has_masked_lm_head);
+    info.set("rows_per_shard", model.rows_per_shard());  // 0: a single file
+    info.set("shard_count", model.shard_count());
+    info.set("loaded_shards", static_cast<double>(model.loaded_shards()));
     return info;
   }
 
   // outputs: the OUTPUT_* bits of the large arrays wanted (hidden states, queries, keys); row
   // statistics and head profiles always come. max_length <= 0 means the model's maximum.
   val Analyze(const std::string& text, int max_length, int outputs) {
+    return AnalyzeAblated(text, max_length, outputs, "");
+  }
+
+  // Analyze with heads removed: removed is "L.H[,L.H...]" counted from 1 ("" removes none).
+  // A removed head's attention is still reported; removed_heads marks it.
+  val AnalyzeAblated(const std::string& text, int max_length, int outputs, const std::string& removed) {
     if (!loaded_) return ErrorObject("No model is loaded.");
     attn::AnalysisOptions options;
     options.max_length = max_length;
     options.outputs = attn::kDefaultOutputs | (static_cast<uint32_t>(outputs) &
-        (attn::kOutputHiddenStates | attn::kOutputQueries | attn::kOutputKeys));
-    attn::Status status = attn::AnalyzeText(*loaded_, text, options, &analysis_);
+        (attn::kOutputHiddenStates | attn::kOutputQueries | attn::kOutputKeys | attn::kOutputValueNorms));
+    attn::Status status = attn::ParseHeadList(removed, loaded_->model().config(), &options.removed_heads);
+    if (status.ok()) status = attn::AnalyzeText(*loaded_, text, options, &analysis_);
     if (!status.ok()) return ErrorObject(status.message());
 
     const attn::Activations& a = analysis_.activations;
     roles_.assign(analysis_.roles.size(), 0);
     for (size_t i = 0; i < roles_.size(); ++i) roles_[i] = static_cast<uint8_t>(analysis_.roles[i]);
     val result = val::object();
-    result.set("tokens", TokensToJs());
+    result.set("tokens", TokensToJs(analysis_.encoding));
     result.set("truncated", analysis_.encoding.truncated);
     result.set("full_length", analysis_.encoding.full_length);
     result.set("n", a.tokens);
@@ -115,7 +125,44 @@ class Engine {
     if (options.outputs & attn::kOutputHiddenStates) result.set("hidden_states", View(a.hidden_states));
     if (options.outputs & attn::kOutputQueries) result.set("queries", View(a.queries));
     if (options.outputs & attn::kOutputKeys) result.set("keys", View(a.keys));
+    if (options.outputs & attn::kOutputValueNorms) result.set("value_norms", View(a.value_norms));
+    result.set("removed_heads", View(a.removed_heads));
     return result;
+  }
+
+  // The split layout: one shard file's bytes; "" or the core's message.
+  std::string LoadShard(const std::string& bytes) {
+    if (!loaded_) return "No model is loaded.";
+    attn::Status status = loaded_->LoadShard(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    return status.ok() ? "" : status.message();
+  }
+
+  // The shards a text's tokens need that are not loaded yet, in increasing order.
+  val MissingShards(const std::string& text, int max_length) const {
+    val list = val::array();
+    if (!loaded_) return list;
+    for (int32_t k : loaded_->MissingShards(text, max_length)) list.call<void>("push", k);
+    return list;
+  }
+
+  // The tokenizer alone: {tokens, truncated, full_length}, as analyze reports them.
+  val Tokenize(const std::string& text, int max_length) {
+    if (!loaded_) return ErrorObject("No model is loaded.");
+    const attn::Encoding encoding = loaded_->tokenizer().Encode(text, loaded_->MaxLength(max_length));
+    val result = val::object();
+    result.set("tokens", TokensToJs(encoding));
+    result.set("truncated", encoding.truncated);
+    result.set("full_length", encoding.full_length);
+    return result;
+  }
+
+  // The model's vocabulary, one entry per id.
+  val Vocabulary() const {
+    if (!loaded_) return ErrorObject("No model is loaded.");
+    const attn::Vocab& vocab = loaded_->tokenizer().vocab();
+    val list = val::array();
+    for (int32_t id = 0; id < vocab.size(); ++id) list.call<void>("push", vocab.piece(id));
+    return list;
   }
 
   // The masked-LM head's k best tokens for one position of the last analyze call.
@@ -145,9 +192,9 @@ class Engine {
   }
 
  private:
-  val TokensToJs() const {
+  static val TokensToJs(const attn::Encoding& encoding) {
     val list = val::array();
-    for (const attn::Token& token : analysis_.encoding.tokens) {
+    for (const attn::Token& token : encoding.tokens) {
       val item = val::object();
       item.set("id", token.id);
       item.set("text", token.text);
@@ -195,12 +242,18 @@ EMSCRIPTEN_BINDINGS(attention_engine) {
   emscripten::constant("OUTPUT_HIDDEN_STATES", static_cast<int>(attn::kOutputHiddenStates));
   emscripten::constant("OUTPUT_QUERIES", static_cast<int>(attn::kOutputQueries));
   emscripten::constant("OUTPUT_KEYS", static_cast<int>(attn::kOutputKeys));
+  emscripten::constant("OUTPUT_VALUE_NORMS", static_cast<int>(attn::kOutputValueNorms));
   emscripten::function("schema", &Schema);
   emscripten::class_<Engine>("Engine")
       .constructor<>()
       .function("load", &Engine::Load)
       .function("info", &Engine::Info)
       .function("analyze", &Engine::Analyze)
+      .function("analyzeAblated", &Engine::AnalyzeAblated)
+      .function("tokenize", &Engine::Tokenize)
+      .function("loadShard", &Engine::LoadShard)
+      .function("missingShards", &Engine::MissingShards)
+      .function("vocabulary", &Engine::Vocabulary)
       .function("topPredictions", &Engine::TopPredictions)
       .function("memoryInfo", &Engine::MemoryInfo);
 }

@@ -12,15 +12,20 @@
 
 #include "cli/commands.h"
 #include "cli/json.h"
+#include "cli/shards.h"
 #include "core/analysis.h"
 
 namespace attn::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: attention-cli analyze --model FILE [--json] [--layer L --head H --word I] "
-    "[--residual R] TEXT|-\n"
+    "usage: attention-cli analyze --model FILE [--shards DIR] [--json] [--ablate L.H[,L.H...]] [--hidden] "
+    "[--layer L --head H --word I] [--residual R] TEXT|-\n"
     "  --json      print {model, tokens, attention[l][h][i][j], rollout, head_profiles}\n"
+    "  --ablate    remove these heads (counted from 1, as on the page): their probabilities\n"
+    "              times 0 before the output projection; their attention is still reported\n"
+    "  --hidden    (--json) add \"hidden\": [n][d], the last layer's hidden states\n"
+    "  --shards    the folder of a split model's shard files (--model is its core file)\n"
     "  --layer/--head/--word  (readable mode) show row I of head (L, H) with bars\n"
     "  --residual  rollout residual weight r in [0, 1] (default 0.5)\n"
     "  TEXT '-' reads standard input.\n";
@@ -28,7 +33,8 @@ constexpr const char* kUsage =
 struct Options {
   std::string model_path;
   std::string text;
-  bool json = false;
+  bool json = false, hidden = false;
+  std::string ablate, shards;
   int layer = 0, head = 0, word = -1;
   double residual = kDefaultResidualWeight;
 };
@@ -49,6 +55,12 @@ int ParseOptions(int argc, char** argv, Options* options) {
     const bool has_value = i + 1 < argc;
     if (arg == "--json") {
       options->json = true;
+    } else if (arg == "--hidden") {
+      options->hidden = true;
+    } else if (arg == "--ablate" && has_value) {
+      options->ablate = argv[++i];
+    } else if (arg == "--shards" && has_value) {
+      options->shards = argv[++i];
     } else if (arg == "--model" && has_value) {
       options->model_path = argv[++i];
     } else if ((arg == "--layer" || arg == "--head" || arg == "--word") && has_value) {
@@ -104,7 +116,7 @@ void WriteMatrix(FILE* out, const ConstMatrixMap& m) {
   std::fputc(']', out);
 }
 
-void WriteJson(FILE* out, const Model& model, const SentenceAnalysis& analysis) {
+void WriteJson(FILE* out, const Model& model, const SentenceAnalysis& analysis, bool hidden) {
   const ModelConfig& c = model.config();
   const Activations& a = analysis.activations;
   std::fputs("{\"model\":{\"name\":", out);
@@ -129,6 +141,21 @@ void WriteJson(FILE* out, const Model& model, const SentenceAnalysis& analysis) 
   WriteMatrix(out, ConstMatrixMap(rollout.data(), rollout.rows(), rollout.cols()));
   std::fputs(",\"head_profiles\":", out);
   WriteJsonHeadProfiles(out, analysis.head_profiles, a.heads);
+  // Counted from 0, as the layer and head of head_profiles.
+  std::fputs(",\"removed_heads\":[", out);
+  bool first = true;
+  for (size_t k = 0; k < a.removed_heads.size(); ++k) {
+    if (!a.removed_heads[k]) continue;
+    std::fprintf(out, "%s{\"layer\":%d,\"head\":%d}", first ? "" : ",",
+                 static_cast<int>(k / static_cast<size_t>(a.heads)),
+                 static_cast<int>(k % static_cast<size_t>(a.heads)));
+    first = false;
+  }
+  std::fputc(']', out);
+  if (hidden) {
+    std::fputs(",\"hidden\":", out);
+    WriteMatrix(out, a.HiddenState(a.layers));
+  }
   std::fputs("}\n", out);
 }
 
@@ -187,8 +214,16 @@ int RunAnalyze(int argc, char** argv) {
   if (int code = ParseOptions(argc, argv, &options)) return code;
   std::unique_ptr<LoadedModel> loaded;
   Status status = LoadedModel::FromFile(options.model_path, &loaded);
+  if (status.ok() && !options.shards.empty()) status = LoadShardFolder(options.shards, loaded.get());
   AnalysisOptions analysis_options;
   analysis_options.residual_weight = options.residual;
+  if (status.ok()) {
+    status = ParseHeadList(options.ablate, loaded->model().config(), &analysis_options.removed_heads);
+    if (!status.ok()) {
+      std::fprintf(stderr, "attention-cli analyze: --ablate: %s\n%s", status.message().c_str(), kUsage);
+      return 2;
+    }
+  }
   SentenceAnalysis analysis;
   if (status.ok()) status = AnalyzeText(*loaded, options.text, analysis_options, &analysis);
   if (!status.ok()) {
@@ -209,7 +244,7 @@ int RunAnalyze(int argc, char** argv) {
     }
   }
   if (options.json) {
-    WriteJson(stdout, model, analysis);
+    WriteJson(stdout, model, analysis, options.hidden);
   } else {
     WriteSummary(stdout, model, analysis, options);
   }

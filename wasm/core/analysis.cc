@@ -10,6 +10,7 @@
 
 #include <Eigen/Core>
 
+#include "core/kernels.h"
 #include "core/unicode.h"
 
 namespace attn {
@@ -74,15 +75,18 @@ RowMajorMatrix Rollout(const std::vector<RowMajorMatrix>& head_averaged, double 
   const auto r = static_cast<float>(residual_weight);
   // Float products of row-stochastic matrices stay within about 1e-7 of exact for n <= 512
   // (checked against the float64 reference in parity_test), at a quarter of double's cost.
-  RowMajorMatrix rollout = RowMajorMatrix::Identity(n, n);
-  RowMajorMatrix mixed(n, n), product(n, n);
-  for (const RowMajorMatrix& attention : head_averaged) {
-    mixed = (1.0f - r) * attention;
+  RowMajorMatrix rollout(n, n), mixed(n, n), product(n, n);
+  for (size_t l = 0; l < head_averaged.size(); ++l) {
+    mixed = (1.0f - r) * head_averaged[l];
     mixed.diagonal().array() += r;
     for (Eigen::Index i = 0; i < n; ++i) {
       mixed.row(i) *= static_cast<float>(1.0 / mixed.row(i).cast<double>().sum());
     }
-    product.noalias() = mixed * rollout;
+    if (l == 0) {  // A'_0 times the identity
+      rollout.swap(mixed);
+      continue;
+    }
+    MatMul(mixed, rollout, product);  // core/kernels.h: SIMD128 in wasm, Eigen natively
     rollout.swap(product);
   }
   return rollout;
@@ -141,12 +145,19 @@ const char* HeadLabelName(HeadLabel label) {
 }
 
 Status HeadProfile::Add(const float* attention, int32_t n, const std::vector<TokenRole>& roles) {
-  if (n < 0 || roles.size() != static_cast<size_t>(n)) {
+  std::vector<RowStats> stats(n > 0 ? static_cast<size_t>(n) : 0);
+  for (int32_t i = 0; i < n; ++i) stats[static_cast<size_t>(i)] = ComputeRowStats(attention + static_cast<size_t>(i) * n, n);
+  return AddRows(stats, roles);
+}
+
+Status HeadProfile::AddRows(const std::vector<RowStats>& rows_stats, const std::vector<TokenRole>& roles) {
+  const int32_t n = static_cast<int32_t>(rows_stats.size());
+  if (roles.size() != rows_stats.size()) {
     return Status::Error("head profile: got " + std::to_string(roles.size()) +
                          " token roles for " + std::to_string(n) + " tokens; pass one role per token");
   }
   for (int32_t i = 0; i < n; ++i) {
-    const RowStats stats = ComputeRowStats(attention + static_cast<size_t>(i) * n, n);
+    const RowStats& stats = rows_stats[static_cast<size_t>(i)];
     const int32_t j = stats.argmax;
     const TokenRole role = roles[static_cast<size_t>(j)];
     ++rows;
@@ -241,6 +252,17 @@ int32_t LoadedModel::MaxLength(int32_t requested) const {
   return requested <= 0 || requested > limit ? limit : requested;
 }
 
+std::vector<int32_t> LoadedModel::MissingShards(std::string_view text, int32_t max_length) const {
+  std::vector<int32_t> missing;
+  if (!model_->sharded()) return missing;
+  for (const Token& token : tokenizer_.Encode(text, MaxLength(max_length)).tokens) {
+    if (!model_->RowLoaded(token.id)) missing.push_back(model_->ShardOfRow(token.id));
+  }
+  std::sort(missing.begin(), missing.end());
+  missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+  return missing;
+}
+
 Status LoadedModel::TopPredictions(const SentenceAnalysis& analysis, int32_t position, int32_t k,
                                    std::vector<Prediction>* out) const {
   std::vector<float> logits;
@@ -262,6 +284,34 @@ Status LoadedModel::TopPredictions(const SentenceAnalysis& analysis, int32_t pos
     out->push_back({id, tokenizer_.vocab().piece(id),
                     std::exp(static_cast<double>(logits[static_cast<size_t>(id)]) - max_logit) / total});
   }
+  return Status::Ok();
+}
+
+Status ParseHeadList(std::string_view spec, const ModelConfig& config, std::vector<uint8_t>* flags) {
+  const uint32_t L = config.num_hidden_layers, H = config.num_attention_heads;
+  flags->assign(spec.empty() ? 0 : size_t{L} * H, 0);
+  const std::string accepted = "give heads as L.H[,L.H...] with L in 1.." + std::to_string(L) +
+                               " and H in 1.." + std::to_string(H) + ", e.g. 2.3 or 1.1,4.2";
+  size_t start = 0;
+  while (start < spec.size()) {
+    size_t end = spec.find(',', start);
+    if (end == std::string_view::npos) end = spec.size();
+    const std::string item(spec.substr(start, end - start));
+    unsigned long layer = 0, head = 0;
+    size_t dot = item.find('.');
+    bool ok = dot != std::string::npos && dot > 0 && dot + 1 < item.size() &&
+              item.find_first_not_of("0123456789.") == std::string::npos &&
+              item.find('.', dot + 1) == std::string::npos && item.size() <= 12;
+    if (ok) {
+      layer = std::stoul(item.substr(0, dot));
+      head = std::stoul(item.substr(dot + 1));
+      ok = layer >= 1 && layer <= L && head >= 1 && head <= H;
+    }
+    if (!ok) return Status::Error("cannot read head '" + item + "': " + accepted);
+    (*flags)[(layer - 1) * H + (head - 1)] = 1;
+    start = end + 1;
+  }
+  if (!spec.empty() && spec.back() == ',') return Status::Error("cannot read a head after the last ',': " + accepted);
   return Status::Ok();
 }
 
@@ -288,29 +338,38 @@ Status AnalyzeText(LoadedModel& model, std::string_view text, const AnalysisOpti
     }
     ids[static_cast<size_t>(p)] = tokenizer.mask_id();
   }
-  Status status = model.encoder().Forward(ids, &out->activations);
+  ForwardOptions forward;
+  forward.removed_heads = options.removed_heads;
+  forward.value_norms = (options.outputs & kOutputValueNorms) != 0;
+  Status status = model.encoder().Forward(ids, &out->activations, forward);
   if (!status.ok()) return status;
   const Activations& a = out->activations;
 
   out->roles = TokenRoles(tokens, tokenizer);
   out->rollout = Rollout(a, options.residual_weight);
 
-  out->row_stats.clear();
-  if (options.outputs & kOutputRowStats) {
-    out->row_stats.resize(static_cast<size_t>(a.layers) * a.heads * n * kRowStatFields);
+  // Each row's statistics are computed once, for the packed array and the head profiles.
+  const bool want_stats = (options.outputs & kOutputRowStats) != 0;
+  const bool want_profiles = (options.outputs & kOutputHeadProfiles) != 0;
+  out->row_stats.assign(want_stats ? static_cast<size_t>(a.layers) * a.heads * n * kRowStatFields : 0, 0.0f);
+  out->head_profiles.assign(want_profiles ? static_cast<size_t>(a.layers) * a.heads : 0, HeadProfile());
+  if (want_stats || want_profiles) {
     float* packed = out->row_stats.data();
     for (int32_t l = 0; l < a.layers; ++l) {
       for (int32_t h = 0; h < a.heads; ++h) {
-        for (int32_t i = 0; i < n; ++i, packed += kRowStatFields) {
-          PackRowStats(ComputeRowStats(a.AttentionRow(l, h, i), n), packed);
+        const std::vector<RowStats> rows = ComputeRowStats(a, l, h);
+        if (want_stats) {
+          for (const RowStats& stats : rows) {
+            PackRowStats(stats, packed);
+            packed += kRowStatFields;
+          }
+        }
+        if (want_profiles) {
+          status = out->head_profiles[static_cast<size_t>(l) * a.heads + h].AddRows(rows, out->roles);
+          if (!status.ok()) return status;
         }
       }
     }
-  }
-  out->head_profiles.clear();
-  if (options.outputs & kOutputHeadProfiles) {
-    status = AccumulateHeadProfiles(a, out->roles, &out->head_profiles);
-    if (!status.ok()) return status;
   }
   return Status::Ok();
 }

@@ -89,6 +89,8 @@ struct HeadProfile {
 
   // Adds every row of one head's attention (n, n) for one sentence; roles has n entries.
   Status Add(const float* attention, int32_t n, const std::vector<TokenRole>& roles);
+  // The same from the rows' statistics, already computed: (n) stats and (n) roles.
+  Status AddRows(const std::vector<RowStats>& rows, const std::vector<TokenRole>& roles);
 
   double Fraction(int64_t count) const { return rows ? static_cast<double>(count) / rows : 0.0; }
   double mean_entropy() const { return rows ? entropy_sum / rows : 0.0; }
@@ -111,6 +113,7 @@ enum AnalysisOutput : uint32_t {
   kOutputKeys = 1u << 2,          // (L, n, d)
   kOutputRowStats = 1u << 3,      // (L, H, n, kRowStatFields)
   kOutputHeadProfiles = 1u << 4,  // (L * H)
+  kOutputValueNorms = 1u << 5,    // (L, H, n): ||W_O^h v_j||, see Activations::value_norms
 };
 constexpr uint32_t kDefaultOutputs = kOutputRowStats | kOutputHeadProfiles;
 
@@ -123,7 +126,14 @@ struct AnalysisOptions {
   // Token positions whose ids become [MASK] before the forward pass (never [CLS] or [SEP]);
   // the tokens list keeps the typed pieces.
   std::vector<int32_t> masked_positions;
+  // Heads to remove, (L * H) flags or empty (ParseHeadList makes one from "2.3,4.1"); see
+  // ForwardOptions::removed_heads for the semantics.
+  std::vector<uint8_t> removed_heads;
 };
+
+// "L.H[,L.H...]" with L and H counted from 1, as the page names heads, to (L * H) flags. An
+// empty spec removes nothing. The error names the accepted form and the model's range.
+Status ParseHeadList(std::string_view spec, const ModelConfig& config, std::vector<uint8_t>* flags);
 
 // Everything one text's analysis yields; the arrays are flat and row-major.
 struct SentenceAnalysis {
@@ -158,6 +168,13 @@ class LoadedModel {
   Encoder& encoder() { return *encoder_; }
   // The max_length AnalyzeText uses for an option's value.
   int32_t MaxLength(int32_t requested) const;
+
+  // The split layout (Model::sharded): loads one shard file; and the shards, in increasing
+  // order, that a text's tokens need and that are not loaded yet (empty for a single file).
+  Status LoadShard(const uint8_t* data, size_t size, int32_t* index = nullptr) {
+    return model_->LoadWordEmbeddingShard(data, size, index);
+  }
+  std::vector<int32_t> MissingShards(std::string_view text, int32_t max_length = 0) const;
 
   // The masked-LM head's k most probable entries at one position of an analysis made with
   // this model, best first. Fails when the model has no masked-LM head.

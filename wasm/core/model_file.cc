@@ -35,6 +35,11 @@ float ReadF32(const uint8_t* p) {
   return value;
 }
 
+// Rewrites the lane count (bytes 4..7) of a rans tensor header.
+void PutLanes(std::vector<uint8_t>* header, uint32_t lanes) {
+  for (int k = 0; k < 4; ++k) (*header)[4 + static_cast<size_t>(k)] = static_cast<uint8_t>(lanes >> (8 * k));
+}
+
 // IEEE 754 binary16 to binary32, exact for every input including subnormals, inf and NaN.
 float HalfToFloat(uint16_t h) {
   const uint32_t sign = uint32_t{h & 0x8000u} << 16;
@@ -159,8 +164,25 @@ Status CheckTensorNames(const ModelConfig& config, const std::vector<RawEntry>& 
   return Status::Ok();
 }
 
-Status CheckEntry(const RawEntry& e, const TensorSpec& spec, uint64_t data_bytes) {
+// rows_per_shard: nonzero for the word embeddings of a core file, whose entry holds only the
+// tensor's rans header (the rows are in shard files).
+Status CheckEntry(const RawEntry& e, const TensorSpec& spec, uint64_t data_bytes,
+                  uint32_t rows_per_shard) {
   const std::string where = "tensor '" + e.name + "': ";
+  if (rows_per_shard != 0) {
+    const uint64_t shard_values = uint64_t{rows_per_shard} * spec.shape[1];
+    if (e.dtype != static_cast<uint32_t>(DType::kRans) || e.ndim != 2 || e.shape[0] != spec.shape[0] ||
+        e.shape[1] != spec.shape[1] || e.group_size == 0 || shard_values % e.group_size != 0 ||
+        (e.group_size % spec.shape[1] != 0 && spec.shape[1] % e.group_size != 0) || e.bytes < 8 ||
+        e.offset % ModelFileFormat::kDataAlignment != 0 || e.offset > data_bytes ||
+        e.bytes > data_bytes - e.offset || !e.reserved_zero) {
+      return Status::Error(where + "in a core file of the split layout the word embeddings must be "
+                           "rans " + ShapeString(spec.ndim, spec.shape) + " with a group size that "
+                           "divides a shard's values and only its rans header in the file" +
+                           kReconvert);
+    }
+    return Status::Ok();
+  }
   if (e.dtype >= kDTypeCount) {
     return Status::Error(where + "dtype is " + Num(e.dtype) +
                          ", expected 0 (f32), 1 (f16), 2 (int8) or 3 (rans)" + kReconvert);
@@ -273,6 +295,7 @@ struct Header {
   ModelConfig config;
   uint32_t num_tensors = 0;
   uint32_t crc = 0;
+  uint32_t rows_per_shard = 0;  // nonzero: a core file of the split layout
   Section sections[ModelFileFormat::kSectionCount];
 };
 
@@ -310,9 +333,23 @@ Status ParseHeader(const uint8_t* data, size_t size, Header* h) {
   if (!status.ok()) return status;
   h->num_tensors = ReadU32(data + F::kNumTensorsAt);
   const uint32_t flags = ReadU32(data + F::kFlagsAt);
-  if (flags != 0) {
+  if ((flags & ~F::kFlagShardedWordEmbeddings) != 0) {
     return Status::Error("model file flags are " + Num(flags) +
-                         ", expected 0 (no flags are defined in version 1)" + kCopyAgain);
+                         ", expected 0 or 1 (bit 0, word-embedding rows in shard files, is the "
+                         "only flag of version 1)" + kCopyAgain);
+  }
+  h->rows_per_shard = ReadU32(data + F::kRowsPerShardAt);
+  if (flags & F::kFlagShardedWordEmbeddings) {
+    const uint64_t shard_values = uint64_t{h->rows_per_shard} * config.hidden_size;
+    if (h->rows_per_shard == 0 || shard_values % rans::kLaneLength != 0) {
+      return Status::Error("model file is a core of the split layout with " +
+                           Num(h->rows_per_shard) + " rows per shard; expected a positive count "
+                           "whose rows hold a multiple of " + Num(rans::kLaneLength) + " values" +
+                           kCopyAgain);
+    }
+  } else if (h->rows_per_shard != 0) {
+    return Status::Error("model file header bytes 148..151 (rows per shard) are " +
+                         Num(h->rows_per_shard) + ", expected 0 in a single file" + kCopyAgain);
   }
   for (uint32_t i = F::kReservedAt; i < F::kHeaderBytes; ++i) {
     if (data[i] != 0) {
@@ -430,7 +467,9 @@ Status ReadTensorTable(const uint8_t* data, const Header& h, std::vector<TensorI
   // so the sum cannot wrap 64 bits; CheckModelBudget then bounds it for this build.
   uint64_t total = 0;
   for (uint32_t i = 0; i < h.num_tensors; ++i) {
-    status = CheckEntry(entries[i], expected[i], tensor_data.bytes);
+    status = CheckEntry(entries[i], expected[i], tensor_data.bytes,
+                        h.rows_per_shard != 0 && expected[i].kind == TensorKind::kWordEmbeddings
+                            ? h.rows_per_shard : 0);
     if (!status.ok()) return status;
     TensorInfo& info = (*tensors)[i];
     info.spec = expected[i];
@@ -540,9 +579,14 @@ Status Model::FromBuffer(const uint8_t* data, size_t size, std::unique_ptr<Model
   model->float_count_ = total_floats;
   bool dtype_seen[kDTypeCount] = {};
   for (const TensorInfo& info : tensors) {
-    status = Dequantise(info, data + info.file_offset, model->buffer_.get() + info.float_offset);
-    if (!status.ok()) return status;
     dtype_seen[static_cast<uint32_t>(info.dtype)] = true;
+    float* values = model->buffer_.get() + info.float_offset;
+    if (header.rows_per_shard != 0 && info.spec.kind == TensorKind::kWordEmbeddings) {
+      status = model->AdoptShardedWordEmbeddings(info, data + info.file_offset, header.rows_per_shard, values);
+    } else {
+      status = Dequantise(info, data + info.file_offset, values);
+    }
+    if (!status.ok()) return status;
   }
   for (uint32_t k = 0; k < kDTypeCount; ++k) {
     if (!dtype_seen[k]) continue;
@@ -559,12 +603,113 @@ Status Model::FromBuffer(const uint8_t* data, size_t size, std::unique_ptr<Model
   model->file_bytes_ = size;
   model->crc32_ = header.crc;
   model->tensors_ = std::move(tensors);
+  for (const TensorInfo& info : model->tensors_) {
+    if (info.spec.kind == TensorKind::kWordEmbeddings) model->word_embeddings_info_ = &info;
+  }
   model->BindWeights();
   *out = std::move(model);
   return Status::Ok();
 }
 
 void Model::FreeDeleter::operator()(float* p) const { std::free(p); }
+
+Status Model::AdoptShardedWordEmbeddings(const TensorInfo& info, const uint8_t* src,
+                                         uint32_t rows_per_shard, float* values) {
+  // The entry is the tensor's rans header alone: levels, lanes of the whole tensor, and the
+  // frequency table. Check it by decoding nothing: a header for zero values must be complete.
+  const uint64_t numel = info.spec.numel();
+  const uint32_t levels = info.byte_count >= 8 ? ReadU32(src) : 0;
+  const uint64_t table_bytes = 8 + (2 * (2 * uint64_t{levels} + 1) + 3) / 4 * 4;
+  const uint32_t lanes = ReadU32(src + 4);
+  if (levels < 1 || levels > rans::kMaxLevels || info.byte_count != table_bytes ||
+      lanes != (numel + rans::kLaneLength - 1) / rans::kLaneLength) {
+    return Status::Error("tensor '" + info.spec.name + "': the rans header of a core file is " +
+                         Num(info.byte_count) + " bytes with levels " + Num(levels) + " and " +
+                         Num(lanes) + " lanes; expected levels 1.." + Num(rans::kMaxLevels) +
+                         ", their frequency table and the whole tensor's lanes" + kReconvert);
+  }
+  word_rans_header_.assign(src, src + table_bytes);
+  std::vector<uint8_t> empty(word_rans_header_);
+  PutLanes(&empty, 0);
+  Status status = rans::DecodeTensor(empty.data(), empty.size(), 0, info.group_size, nullptr);
+  if (!status.ok()) return Status::Error("tensor '" + info.spec.name + "': " + status.message() + kCopyAgain);
+  std::memset(values, 0, static_cast<size_t>(numel) * sizeof(float));
+  rows_per_shard_ = rows_per_shard;
+  const uint64_t rows = info.spec.shape[0];
+  shard_loaded_.assign(static_cast<size_t>((rows + rows_per_shard - 1) / rows_per_shard), 0);
+  loaded_shards_ = 0;
+  return Status::Ok();
+}
+
+Status Model::LoadWordEmbeddingShard(const uint8_t* data, size_t size, int32_t* index) {
+  using S = ShardFileFormat;
+  if (!sharded()) {
+    return Status::Error("this model is a single file with every word-embedding row in it; it "
+                         "takes no shard files");
+  }
+  const std::string what = "word-embedding shard: ";
+  if (data == nullptr || size < S::kHeaderBytes || std::memcmp(data + S::kMagicAt, S::kMagic, 8) != 0) {
+    return Status::Error(what + "not a shard file (no 'ATTNROWS' header); fetch it again");
+  }
+  const uint32_t version = ReadU32(data + S::kVersionAt);
+  if (version != S::kVersion || ReadU32(data + S::kHeaderBytesAt) != S::kHeaderBytes) {
+    return Status::Error(what + "format version " + Num(version) + ", expected " + Num(S::kVersion) +
+                         "; use the shards written with this core");
+  }
+  for (uint32_t i = S::kReservedAt; i < S::kHeaderBytes; ++i) {
+    if (data[i] != 0) return Status::Error(what + "reserved header byte " + Num(i) + " is not zero" + kCopyAgain);
+  }
+  const uint32_t core_crc = ReadU32(data + S::kCoreCrcAt);
+  if (core_crc != crc32_) {
+    char got[16], want[16];
+    std::snprintf(got, sizeof got, "%08x", core_crc);
+    std::snprintf(want, sizeof want, "%08x", crc32_);
+    return Status::Error(what + "it belongs to another model (core CRC-32 " + got + ", this core is " +
+                         want + "); fetch the shards of this model");
+  }
+  const uint32_t k = ReadU32(data + S::kIndexAt);
+  const uint64_t vocab = word_embeddings_info_->spec.shape[0], d = word_embeddings_info_->spec.shape[1];
+  const uint64_t first = uint64_t{k} * rows_per_shard_;
+  const uint64_t rows = first < vocab ? std::min<uint64_t>(rows_per_shard_, vocab - first) : 0;
+  if (k >= shard_loaded_.size() || ReadU32(data + S::kFirstRowAt) != first ||
+      ReadU32(data + S::kRowCountAt) != rows) {
+    return Status::Error(what + "index " + Num(k) + ", first row " + Num(ReadU32(data + S::kFirstRowAt)) +
+                         " and " + Num(ReadU32(data + S::kRowCountAt)) + " rows do not fit this core (" +
+                         Num(shard_loaded_.size()) + " shards of " + Num(rows_per_shard_) + " rows)" + kCopyAgain);
+  }
+  const uint64_t payload = ReadU64(data + S::kPayloadBytesAt);
+  if (payload != size - S::kHeaderBytes) {
+    return Status::Error(what + "shard " + Num(k) + " says its payload is " + Num(payload) +
+                         " bytes, got " + Num(size - S::kHeaderBytes) + kCopyAgain);
+  }
+  if (Crc32(data + S::kHeaderBytes, size - S::kHeaderBytes) != ReadU32(data + S::kPayloadCrcAt)) {
+    return Status::Error(what + "shard " + Num(k) + " fails its checksum" + kCopyAgain);
+  }
+  // The rows decode as a rans tensor of their own: the core's header with this shard's lane
+  // count, then the payload (scales, lane states and lengths, streams) as the single file had it.
+  const uint64_t numel = rows * d;
+  std::vector<uint8_t> tensor(word_rans_header_);
+  PutLanes(&tensor, static_cast<uint32_t>((numel + rans::kLaneLength - 1) / rans::kLaneLength));
+  tensor.insert(tensor.end(), data + S::kHeaderBytes, data + size);
+  std::vector<float> decoded(static_cast<size_t>(numel));
+  Status status = rans::DecodeTensor(tensor.data(), tensor.size(), numel,
+                                     word_embeddings_info_->group_size, decoded.data());
+  if (!status.ok()) return Status::Error(what + "shard " + Num(k) + ": " + status.message() + kCopyAgain);
+  for (uint64_t i = 0; i < numel; ++i) {
+    if (!std::isfinite(decoded[i])) {
+      return Status::Error(what + "shard " + Num(k) + ": row " + Num(first + i / d) +
+                           " holds a value that is not finite" + kCopyAgain);
+    }
+  }
+  std::copy(decoded.begin(), decoded.end(),
+            buffer_.get() + word_embeddings_info_->float_offset + first * d);
+  if (!shard_loaded_[k]) {
+    shard_loaded_[k] = 1;
+    ++loaded_shards_;
+  }
+  if (index) *index = static_cast<int32_t>(k);
+  return Status::Ok();
+}
 
 Status Model::FromFile(const std::string& path, std::unique_ptr<Model>* out) {
   FILE* file = std::fopen(path.c_str(), "rb");

@@ -31,13 +31,18 @@ struct ModelFileFormat {
   static constexpr uint32_t kHeaderBytesAt = 12;  // u32
   static constexpr uint32_t kConfigAt = 16;      // 7 x u32 (ModelConfig's order), then f32 eps
   static constexpr uint32_t kNumTensorsAt = 48;  // u32
-  static constexpr uint32_t kFlagsAt = 52;       // u32, zero
+  static constexpr uint32_t kFlagsAt = 52;       // u32: kFlag* bits, zero for a single file
   static constexpr uint32_t kSectionsAt = 56;    // 5 x (u64 offset, u64 bytes): name,
                                                  // provenance, vocabulary, tensor table, data
   static constexpr uint32_t kSectionCount = 5;
   static constexpr uint32_t kFileBytesAt = 136;  // u64
   static constexpr uint32_t kCrcAt = 144;        // u32, CRC-32 of bytes [kHeaderBytes, end)
-  static constexpr uint32_t kReservedAt = 148;   // zero to kHeaderBytes
+  static constexpr uint32_t kRowsPerShardAt = 148;  // u32: R with kFlagShardedWordEmbeddings, else 0
+  static constexpr uint32_t kReservedAt = 152;   // zero to kHeaderBytes
+
+  // A core file of the split layout: the word-embedding rows live in shard files of R rows
+  // (ShardFileFormat); the table's entry holds only its rans header (levels, lanes, frequencies).
+  static constexpr uint32_t kFlagShardedWordEmbeddings = 1;
 
   // Tensor table entry.
   static constexpr uint32_t kEntryNameAt = 0;        // kTensorNameBytes, NUL-padded UTF-8
@@ -54,12 +59,33 @@ static_assert(ModelFileFormat::kConfigAt + 8 * 4 == ModelFileFormat::kNumTensors
 static_assert(ModelFileFormat::kSectionsAt + ModelFileFormat::kSectionCount * 16 ==
                   ModelFileFormat::kFileBytesAt,
               "five sections of two u64 each");
-static_assert(ModelFileFormat::kCrcAt + 4 == ModelFileFormat::kReservedAt, "");
+static_assert(ModelFileFormat::kCrcAt + 4 == ModelFileFormat::kRowsPerShardAt, "");
+static_assert(ModelFileFormat::kRowsPerShardAt + 4 == ModelFileFormat::kReservedAt, "");
 static_assert(ModelFileFormat::kReservedAt < ModelFileFormat::kHeaderBytes, "");
 static_assert(ModelFileFormat::kEntryNameAt + ModelFileFormat::kTensorNameBytes ==
                   ModelFileFormat::kEntryDTypeAt, "");
 static_assert(ModelFileFormat::kEntryShapeAt + 4 * 4 == ModelFileFormat::kEntryOffsetAt, "");
 static_assert(ModelFileFormat::kEntryReservedAt < ModelFileFormat::kTensorEntryBytes, "");
+
+// A shard file of the split layout: rows [k R, min((k+1) R, V)) of the word embeddings, the
+// payload copied verbatim from the single file's rans tensor (model_data/README.md, "Split
+// layout for the page"): the rows' scales, their lanes' states and lengths, the streams.
+struct ShardFileFormat {
+  static constexpr char kMagic[9] = "ATTNROWS";
+  static constexpr uint32_t kVersion = 1;
+  static constexpr uint32_t kHeaderBytes = 64;
+  static constexpr uint32_t kMagicAt = 0;
+  static constexpr uint32_t kVersionAt = 8;
+  static constexpr uint32_t kHeaderBytesAt = 12;
+  static constexpr uint32_t kCoreCrcAt = 16;      // u32: the core file's CRC-32 (its kCrcAt)
+  static constexpr uint32_t kIndexAt = 20;        // u32: k
+  static constexpr uint32_t kFirstRowAt = 24;     // u32: k R
+  static constexpr uint32_t kRowCountAt = 28;     // u32
+  static constexpr uint32_t kPayloadBytesAt = 32;  // u64
+  static constexpr uint32_t kPayloadCrcAt = 40;   // u32: CRC-32 of bytes [kHeaderBytes, end)
+  static constexpr uint32_t kReservedAt = 44;     // zero to kHeaderBytes
+};
+static_assert(ShardFileFormat::kPayloadCrcAt + 4 == ShardFileFormat::kReservedAt, "");
 
 // What a loaded model may cost in memory. Every tensor is decoded to f32, so a file of a few
 // MB can declare gigabytes (rans needs 8 bytes per 4,096 values); the loader refuses a file
@@ -168,6 +194,25 @@ class Model {
   uint32_t crc32() const { return crc32_; }
   uint64_t parameter_count() const { return float_count_; }
 
+  // The split layout (a core file): the word-embedding rows arrive shard by shard; until a
+  // shard is loaded its rows are zero and the encoder refuses the ids in it.
+  bool sharded() const { return rows_per_shard_ != 0; }
+  uint32_t rows_per_shard() const { return rows_per_shard_; }   // R; 0 for a single file
+  int32_t shard_count() const { return static_cast<int32_t>(shard_loaded_.size()); }
+  int32_t ShardOfRow(int32_t row) const {
+    return sharded() ? static_cast<int32_t>(static_cast<uint32_t>(row) / rows_per_shard_) : -1;
+  }
+  // True for a single file, and for a core whose shard holding the row is loaded.
+  bool RowLoaded(int32_t row) const {
+    return !sharded() || shard_loaded_[static_cast<size_t>(ShardOfRow(row))] != 0;
+  }
+  bool AllRowsLoaded() const { return loaded_shards_ == shard_loaded_.size(); }
+  size_t loaded_shards() const { return loaded_shards_; }
+  // Validates one shard file against this core (magic, version, the core's CRC, index, rows,
+  // payload size and CRC, every lane) and decodes its rows into place. On failure nothing
+  // changes; loading a shard twice is harmless. *index (if given) is the shard's k.
+  Status LoadWordEmbeddingShard(const uint8_t* data, size_t size, int32_t* index = nullptr);
+
   // Calls visit(const TensorInfo&, const float* values) for every tensor in file order;
   // values holds info.spec.numel() floats.
   template <typename Visitor>
@@ -178,6 +223,9 @@ class Model {
  private:
   Model() = default;
   void BindWeights();
+  // A core file's word-embedding entry: keeps its rans header, zeroes the values, no shard in.
+  Status AdoptShardedWordEmbeddings(const TensorInfo& info, const uint8_t* src,
+                                    uint32_t rows_per_shard, float* values);
 
   ModelConfig config_;
   std::string name_, provenance_, vocab_text_, precision_;
@@ -192,6 +240,13 @@ class Model {
   std::unique_ptr<float[], FreeDeleter> buffer_;
   uint64_t float_count_ = 0;
   Weights weights_;  // views into buffer_
+  // The split layout: R, which shards are in, and the word-embedding tensor's rans header
+  // (levels, lanes, frequency table) that every shard's lanes decode with.
+  uint32_t rows_per_shard_ = 0;
+  std::vector<uint8_t> shard_loaded_;  // one flag per shard
+  size_t loaded_shards_ = 0;
+  std::vector<uint8_t> word_rans_header_;
+  const TensorInfo* word_embeddings_info_ = nullptr;
 };
 
 }  // namespace attn

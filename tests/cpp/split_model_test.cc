@@ -1,0 +1,148 @@
+// The split layout: a core file whose word-embedding rows arrive in shard files. The files are
+// written by the tests' own splitter (test_model_writer.h, from the README); the checks are that
+// a core loads with no rows, that the encoder refuses ids whose shard is missing, that every
+// loaded row equals the single file's bit for bit, that analyses equal the single file's, and
+// that a damaged, foreign or misplaced shard is refused without changing anything.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/analysis.h"
+#include "test_model_writer.h"
+
+#define EXPECT_HAS(haystack, needle) EXPECT_PRED_FORMAT2(::testing::IsSubstring, needle, haystack)
+
+namespace attn {
+namespace {
+
+using testing::GetU32;
+using testing::PutU32;
+
+class SplitModelTest : public ::testing::Test {
+ protected:
+  static constexpr uint32_t kRows = 64;  // 64 rows x 64 values = one 4,096-value lane
+  void SetUp() override {
+    ModelConfig c = testing::TinyConfig();
+    c.vocab_size = 600;  // 10 shards, the last of 24 rows
+    c.hidden_size = 64;
+    parts_ = testing::RandomModel(c, 21, false, true);
+    testing::QuantizeRans(parts_.Find("embeddings.word_embeddings.weight"), 64, 1023);
+    single_ = testing::Serialize(parts_);
+    split_ = testing::Split(parts_, kRows);
+    ASSERT_EQ(split_.shards.size(), 10u);
+    ASSERT_TRUE(LoadedModel::FromBuffer(single_.data(), single_.size(), &whole_).ok());
+    const Status status = LoadedModel::FromBuffer(split_.core.data(), split_.core.size(), &core_);
+    ASSERT_TRUE(status.ok()) << status.message();
+  }
+  Status LoadShard(const std::vector<uint8_t>& bytes) { return core_->LoadShard(bytes.data(), bytes.size()); }
+
+  testing::ModelParts parts_;
+  std::vector<uint8_t> single_;
+  testing::SplitFiles split_;
+  std::unique_ptr<LoadedModel> whole_, core_;
+};
+
+TEST_F(SplitModelTest, ACoreLoadsWithoutRowsAndAnalysesOnceItsShardsAreIn) {
+  const Model& core = core_->model();
+  EXPECT_TRUE(core.sharded());
+  EXPECT_EQ(core.rows_per_shard(), kRows);
+  EXPECT_EQ(core.shard_count(), 10);
+  EXPECT_FALSE(core.RowLoaded(5));
+  EXPECT_LT(split_.core.size(), single_.size()) << "the core leaves the rows out";
+
+  const std::string text = "the cat sat on the mat.";
+  const std::vector<int32_t> missing = core_->MissingShards(text);
+  ASSERT_FALSE(missing.empty());
+  SentenceAnalysis analysis;
+  const Status refused = AnalyzeText(*core_, text, AnalysisOptions(), &analysis);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_HAS(refused.message(), "which is not loaded; load that shard of the model first");
+
+  for (int32_t k : missing) ASSERT_TRUE(LoadShard(split_.shards[static_cast<size_t>(k)]).ok()) << k;
+  EXPECT_TRUE(core_->MissingShards(text).empty());
+  SentenceAnalysis want;
+  ASSERT_TRUE(AnalyzeText(*core_, text, AnalysisOptions(), &analysis).ok());
+  ASSERT_TRUE(AnalyzeText(*whole_, text, AnalysisOptions(), &want).ok());
+  EXPECT_EQ(analysis.activations.attention_probs, want.activations.attention_probs);
+  EXPECT_EQ(analysis.activations.hidden_states, want.activations.hidden_states);
+
+  // The masked-LM head scores every entry, so it waits for every shard.
+  std::vector<Prediction> top;
+  EXPECT_HAS(core_->TopPredictions(analysis, 1, 3, &top).message(), "need the whole word-embedding table");
+  for (const auto& shard : split_.shards) ASSERT_TRUE(LoadShard(shard).ok());
+  ASSERT_TRUE(LoadShard(split_.shards[0]).ok()) << "a second load is harmless";
+  EXPECT_TRUE(core_->model().AllRowsLoaded());
+  ASSERT_TRUE(core_->TopPredictions(analysis, 1, 3, &top).ok());
+
+  // Every value of every tensor equals the single file's, bit for bit.
+  std::vector<std::vector<float>> values;
+  whole_->model().ForEachTensor([&](const TensorInfo& info, const float* v) {
+    values.emplace_back(v, v + info.spec.numel());
+  });
+  size_t t = 0;
+  core_->model().ForEachTensor([&](const TensorInfo& info, const float* v) {
+    EXPECT_EQ(std::vector<float>(v, v + info.spec.numel()), values[t++]) << info.spec.name;
+  });
+}
+
+TEST_F(SplitModelTest, DamagedForeignAndMisplacedShardsAreRefusedAndChangeNothing) {
+  std::vector<uint8_t> bytes = split_.shards[3];
+  bytes.back() ^= 0x40;
+  EXPECT_HAS(LoadShard(bytes).message(), "shard 3 fails its checksum");
+  bytes = split_.shards[3];
+  bytes.pop_back();
+  EXPECT_HAS(LoadShard(bytes).message(), "says its payload is");
+  bytes = split_.shards[3];
+  PutU32(&bytes, 16, GetU32(bytes, 16) ^ 1u);
+  EXPECT_HAS(LoadShard(bytes).message(), "belongs to another model");
+  bytes = split_.shards[3];
+  PutU32(&bytes, 20, 4);
+  EXPECT_HAS(LoadShard(bytes).message(), "do not fit this core");
+  bytes = split_.shards[3];
+  bytes[0] = 'X';
+  EXPECT_HAS(LoadShard(bytes).message(), "not a shard file");
+  // A payload that passes its CRC but does not decode: a lane length changed, CRC redone.
+  bytes = split_.shards[3];
+  const size_t lengths_at = 64 + 4 * kRows + 4;  // after the scales and the one lane state
+  PutU32(&bytes, lengths_at, GetU32(bytes, lengths_at) + 1);
+  bytes.push_back(0);
+  testing::PutU64(&bytes, 32, bytes.size() - 64);
+  PutU32(&bytes, 40, Crc32(bytes.data() + 64, bytes.size() - 64));
+  EXPECT_FALSE(LoadShard(bytes).ok());
+  for (int32_t row = 3 * 64; row < 4 * 64; ++row) ASSERT_FALSE(core_->model().RowLoaded(row));
+  EXPECT_EQ(core_->model().loaded_shards(), 0u);
+  // A single file takes no shards.
+  EXPECT_HAS(whole_->LoadShard(split_.shards[0].data(), split_.shards[0].size()).message(),
+             "takes no shard files");
+}
+
+TEST_F(SplitModelTest, ACoreMustDescribeItsShards) {
+  std::vector<uint8_t> bytes = split_.core;
+  PutU32(&bytes, 148, 0);
+  testing::FixSizeAndCrc(&bytes);
+  std::unique_ptr<Model> model;
+  EXPECT_HAS(Model::FromBuffer(bytes.data(), bytes.size(), &model).message(), "rows per shard");
+  bytes = split_.core;
+  PutU32(&bytes, 148, 10);  // 10 x 64 values: not whole lanes
+  testing::FixSizeAndCrc(&bytes);
+  EXPECT_HAS(Model::FromBuffer(bytes.data(), bytes.size(), &model).message(), "multiple of 4096 values");
+  bytes = single_;
+  PutU32(&bytes, 148, 64);  // R without the flag
+  testing::FixSizeAndCrc(&bytes);
+  EXPECT_HAS(Model::FromBuffer(bytes.data(), bytes.size(), &model).message(), "expected 0 in a single file");
+  bytes = single_;
+  PutU32(&bytes, 52, 2);
+  testing::FixSizeAndCrc(&bytes);
+  EXPECT_HAS(Model::FromBuffer(bytes.data(), bytes.size(), &model).message(), "flags are 2");
+  // The flag on a file whose word embeddings are whole is refused too.
+  bytes = single_;
+  PutU32(&bytes, 52, 1);
+  PutU32(&bytes, 148, 64);
+  testing::FixSizeAndCrc(&bytes);
+  EXPECT_FALSE(Model::FromBuffer(bytes.data(), bytes.size(), &model).ok());
+}
+
+}  // namespace
+}  // namespace attn
