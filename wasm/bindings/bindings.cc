@@ -20,8 +20,8 @@ namespace {
 using emscripten::typed_memory_view;
 using emscripten::val;
 
-template <typename T>
-val View(const std::vector<T>& values) {
+template <typename Vector>
+val View(const Vector& values) {
   return val(typed_memory_view(values.size(), values.data()));
 }
 

@@ -30,20 +30,25 @@ void SoftmaxRows(Eigen::Ref<RowMajorMatrix> scores);
 // The exact (erf) GELU, in place: 0.5 x (1 + erf(x / sqrt 2)).
 void Gelu(float* values, size_t count);
 
+// Activation arrays start at Eigen's largest packet alignment: Eigen's vectorised loops peel
+// their first elements up to an aligned address, so on an unaligned buffer the order of a sum,
+// and with it the last bit of a result, would depend on where the heap happened to put it.
+using FloatBuffer = std::vector<float, Eigen::aligned_allocator<float>>;
+
 // Everything one forward pass keeps, in flat row-major arrays (one typed array each for JS).
 struct Activations {
   int32_t layers = 0, heads = 0, tokens = 0, hidden = 0;  // L, H, n, d
   std::vector<int32_t> ids;            // (n)
-  std::vector<float> hidden_states;    // (L+1, n, d): [0] the embeddings' output, [l+1] layer l's
-  std::vector<float> attention_probs;  // (L, H, n, n): [l][h][i][j], row i sums to 1
-  std::vector<float> queries;          // (L, n, d): x W_q^T + b_q, before the 1/sqrt(d_head)
-  std::vector<float> keys;             // (L, n, d): x W_k^T + b_k; head h is columns
+  FloatBuffer hidden_states;           // (L+1, n, d): [0] the embeddings' output, [l+1] layer l's
+  FloatBuffer attention_probs;  // (L, H, n, n): [l][h][i][j], row i sums to 1
+  FloatBuffer queries;          // (L, n, d): x W_q^T + b_q, before the 1/sqrt(d_head)
+  FloatBuffer keys;             // (L, n, d): x W_k^T + b_k; head h is columns
                                        // [h d_head, (h+1) d_head)
   // (L, H, n) when ForwardOptions::value_norms: ||W_O^h v_j||, the norm of token j's value
   // vector in head h carried through the head's slice of the output projection (without its
   // bias). a_ij times it is the value-weighted reading ||a_ij W_O^h v_j|| of Kobayashi et al.,
   // "Attention is not only a weight" (EMNLP 2020). Else empty.
-  std::vector<float> value_norms;
+  FloatBuffer value_norms;
   std::vector<uint8_t> removed_heads;  // (L * H), 1 where the head's output was removed
 
   int32_t head_size() const { return heads ? hidden / heads : 0; }

@@ -570,7 +570,10 @@ Status Model::FromBuffer(const uint8_t* data, size_t size, std::unique_ptr<Model
   if (!status.ok()) return status;
 
   std::unique_ptr<Model> model(new Model());
-  model->buffer_.reset(static_cast<float*>(std::malloc(static_cast<size_t>(total_floats) * sizeof(float))));
+  // 64-byte aligned (std::aligned_alloc wants a multiple of the alignment), so that Eigen's
+  // loops over the weights sum in the same order wherever the heap places them.
+  const size_t weight_bytes = (static_cast<size_t>(total_floats) * sizeof(float) + 63) / 64 * 64;
+  model->buffer_.reset(static_cast<float*>(std::aligned_alloc(64, weight_bytes == 0 ? 64 : weight_bytes)));
   if (!model->buffer_ && total_floats > 0) {
     return Status::Error("not enough memory to load the model: its " + CountString(total_floats) +
                          " values need " + CountString(total_floats * sizeof(float)) +

@@ -232,7 +232,7 @@ class Model {
   uint64_t file_bytes_ = 0;
   uint32_t crc32_ = 0;
   std::vector<TensorInfo> tensors_;
-  // Every tensor's values, f32, in file order: float_count_ of them. Allocated with malloc so
+  // Every tensor's values, f32, in file order: float_count_ of them. Allocated with aligned_alloc so
   // that a failed allocation is a status, not an abort (inside wasm an abort kills the page).
   struct FreeDeleter {
     void operator()(float* p) const;
