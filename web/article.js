@@ -8,9 +8,9 @@
 // opens the live instrument on exactly that state as soon as the model is ready.
 import { DEFAULT_MANIFEST_URL, getEngine, loadManifest, onEngineProgress } from './engine/engine.js';
 import { createStore, DEFAULT_STATE, DEFAULT_WORD_TEXT, formatHash, parseHash, PERMALINK_DEFAULTS } from './state.js';
-import { attentionRow, rolloutRow, rowStat } from './engine/result.js';
-import { EVENTS, figureView, progressText } from './widgets/base.js';
-import { describeModel, headsForToken, mechanism, resultFromExample, rowSummary, sharpestAndBroadest } from './widgets/data.js';
+import { attentionRow, headLabel, rolloutRow, rowStat } from './engine/result.js';
+import { EVENTS, figureView, Latest, progressText } from './widgets/base.js';
+import { describeModel, headsForToken, labelShare, mechanism, resultFromExample, rowRelation, rowSummary, SELECTION_RULE, sharpestAndBroadest } from './widgets/data.js';
 import { fmt, headName, megabytes } from './widgets/dom.js';
 import { specialShare } from './widgets/bars.js';
 import './widgets/attention-instrument.js';
@@ -89,8 +89,8 @@ const vectors = figures.some((figure) => figure.constructor.needsVectors);
 
 function viewFor(state) {
   const live = Boolean(state.live && page.engine);
-  const view = figureView({
-    engine: live ? page.engine : null, example: page.example, previous: page.liveResult, vectors,
+  return figureView({
+    engine: live ? page.engine : null, example: page.example, previous: page.liveResult, vectors, channel: 'article',
     sentence: live ? state.sentence : page.example?.text ?? state.sentence,
     // A selection made for another sentence (a permalink still waiting for the model) does not
     // apply to the example.
@@ -99,44 +99,110 @@ function viewFor(state) {
     model: page.model, progress: page.progress, error: page.error, ready: Boolean(page.engine),
     showSpecial: state.showSpecial, sources: page.sources,
   });
-  if (live) page.liveResult = view.result;  // kept on screen while a sentence is refused
-  return view;
 }
 
+// Renders are asynchronous (a new sentence is analysed in the engine's worker); only the newest
+// is drawn, so a result that arrives after the reader moved on never reaches the screen.
+const latest = new Latest();
 let lastView = null;
-function render() {
-  const state = store.get();
-  const view = viewFor(state);
-  lastView = view;
-  for (const figure of figures) figure.view = view;
-  renderLoader();
-  fillFacts(view);
-  if (state.live) {
-    const hash = formatHash({ ...state, ...pick(view, ['token', 'layer', 'head']) });
-    if (hash !== location.hash) history[historyMode === 'push' ? 'pushState' : 'replaceState'](null, '', hash);
+let lastRender = Promise.resolve();
+// Settles when the newest render so far has drawn (or was overtaken by one that has).
+async function rendered() {
+  for (let seen = null; seen !== lastRender;) {
+    seen = lastRender;
+    await seen;
   }
+}
+let pushPending = false;  // a render that wanted a new history entry was overtaken
+let livePainted = false;
+function render() {
+  lastRender = draw();
+  return lastRender;
+}
+
+async function draw() {
+  const token = latest.next();
+  // A deliberate choice adds a history entry even when its render is overtaken by a newer one.
+  if (historyMode === 'push') pushPending = true;
   historyMode = 'replace';
+  const state = store.get();
+  renderLoader();
+  const view = await viewFor(state);
+  if (!view || !latest.current(token)) return;
+  if (page.engine?.failed) {
+    // The engine trapped and its worker was ended: the page loads a new one (from the cache)
+    // and draws the reader's state again when it is ready.
+    page.engine = null;
+    startEngine();
+    return;
+  }
+  const mode = pushPending ? 'push' : 'replace';
+  pushPending = false;
+  if (view.mode === 'live' && view.result && !view.inputError) page.liveResult = view.result;  // kept on screen while a sentence is refused
+  lastView = view;
+  // The URL first, while the page's layout is still clean: a history entry makes Chromium lay
+  // out the whole document, figures far off screen included (content-visibility), which after
+  // the figures' updates below costs tens of milliseconds on a long sentence.
+  if (state.live) {
+    // The hash holds the reader's choices: a head they did not choose stays the rule's (no l, h).
+    const hash = formatHash({ ...state, ...pick(view, ['token']) });
+    if (hash !== location.hash) history[mode === 'push' ? 'pushState' : 'replaceState'](null, '', hash);
+  }
+  for (const figure of figures) figure.view = view;
+  fillFacts(view);
+  settleOffscreen();
+  if (state.live && view.mode === 'live' && !livePainted) {
+    livePainted = true;
+    performance.mark('attention:live');
+  }
+}
+
+// Figures far off screen are not laid out when they change (content-visibility), but the next
+// history entry would lay them all out at once, inside the reader's next click. So they are laid
+// out here, one figure per idle moment, and that entry finds them done.
+const idle = typeof requestIdleCallback === 'function' ? (fn) => requestIdleCallback(fn, { timeout: 2000 }) : (fn) => setTimeout(() => fn({ timeRemaining: () => 10 }), 50);
+let settling = null;
+function settleOffscreen() {
+  const queue = figures.slice();
+  const token = {};
+  settling = token;
+  const step = () => {
+    if (settling !== token) return;
+    // One figure per idle moment: each is a task of its own.
+    const figure = queue.shift();
+    if (!figure) return;
+    void figure.shadowRoot?.lastElementChild?.getBoundingClientRect();
+    if (queue.length) idle(step);
+  };
+  idle(step);
 }
 
 const pick = (object, keys) => Object.fromEntries(keys.filter((k) => object[k] !== undefined).map((k) => [k, object[k]]));
 
+// The loader line, written only where it changes (renders come with every click, and an
+// attribute or a text rewritten with the same value still costs a style and layout pass).
 function renderLoader() {
   const live = store.get().live;
-  loader.dataset.state = page.error ? 'error' : page.engine ? (live ? 'open' : 'ready') : 'loading';
+  const set = (el, key, value) => {
+    if (el[key] !== value) el[key] = value;
+  };
+  set(loader.dataset, 'state', page.error ? 'error' : page.engine ? (live ? 'open' : 'ready') : 'loading');
   const percent = page.engine ? 100 : Math.floor(page.progress?.percent ?? 0);
-  progressBar.value = percent;
-  progressBar.dataset.percent = String(percent);
+  set(progressBar, 'value', percent);
+  set(progressBar.dataset, 'percent', String(percent));
+  let text;
   if (page.error) {
-    progressLabel.textContent = `The live model did not load: ${page.error.message}`;
+    text = `The live model did not load: ${page.error.message}`;
   } else if (page.engine) {
     const t = page.engine.timings;
-    progressLabel.textContent = `Loaded ${megabytes(t.wasmBytes + t.modelBytes)} (100%). ${live ? 'The figures are live.' : 'The figures below are a precomputed example until you open the instrument.'}`;
+    text = `Loaded ${megabytes(t.wasmBytes + t.modelBytes)} (100%). ${live ? 'The figures are live.' : 'The figures below are a precomputed example until you open the instrument.'}`;
   } else {
-    progressLabel.textContent = progressText(page.progress);
+    text = progressText(page.progress);
   }
-  openButton.hidden = !page.engine;
-  openButton.textContent = live ? 'Go to the instrument' : 'Open the instrument';
-  retryButton.hidden = !page.error;
+  set(progressLabel, 'textContent', text);
+  set(openButton, 'hidden', !page.engine);
+  set(openButton, 'textContent', live ? 'Go to the instrument' : 'Open the instrument');
+  set(retryButton, 'hidden', !page.error);
 }
 
 // Every number in the prose, from the view. Elements with data-fact="name" get the value as
@@ -154,6 +220,7 @@ function facts(view) {
     f.modelNote = 'see the message below';
   }
   Object.assign(f, precisionFacts(page.manifest));
+  f.selectionRule = SELECTION_RULE;
   const r = view.result;
   if (!r) return f;
   const dHead = r.hidden / r.heads;
@@ -168,6 +235,10 @@ function facts(view) {
     word: r.tokens[token].text, headName: headName(layer, head), topToken: r.tokens[s.argmax].text, topWeight: fmt(s.max, 3),
     rowSum: fmt(s.sum, 6), ratio: fmt(s.ratio_to_uniform, 2), entropy: fmt(s.entropy, 2), maxEntropy: fmt(Math.log(r.n), 2),
     specialShare: fmt(specialShare(row, r.roles), 3),
+    // Reads true for whatever head is shown: a row that parks its weight on the markers, or not.
+    specialSentence: specialShare(row, r.roles) >= 0.2
+      ? `In the row of Figure 1, those two markers hold ${fmt(specialShare(row, r.roles), 3)} of the weight.`
+      : `In the row of Figure 1 they hold only ${fmt(specialShare(row, r.roles), 3)} of it: this head found somewhere else to put its weight.`,
   });
   const m = mechanism(r, layer, head, token);
   if (m) {
@@ -177,11 +248,23 @@ function facts(view) {
       unscaledTop: fmt(Math.max(...m.unscaled), 3), scaledTop: fmt(Math.max(...m.weights), 3),
     });
   }
-  const { sharpest, broadest } = sharpestAndBroadest(r, token);
+  const { sharpest, broadest, overall } = sharpestAndBroadest(r, token);
   const heads = headsForToken(r, token);
+  const labelOf = (x) => headLabel(r, x.layer, x.head) ?? 'unlabelled';
+  // Figure 4 shows the content head; this says whether the sharpest head of all is another one,
+  // and what that one says (usually: the next or the previous token, for most of the sentence).
+  const overallSame = overall.layer === sharpest.layer && overall.head === sharpest.head;
+  const relation = rowRelation(r, token, overall.argmax);
+  const share = labelShare(r, overall.layer, overall.head);
+  const overallSentence = overallSame
+    ? 'No head of any label is sharper for this word.'
+    : `The sharpest of all ${r.layers * r.heads} heads for \u201c${r.tokens[token].text}\u201d is ${headName(overall.layer, overall.head)} (${labelOf(overall)}), with ${fmt(overall.ratio_to_uniform, 2)}: `
+      + `it puts ${fmt(overall.max, 3)} on \u201c${r.tokens[overall.argmax].text}\u201d${relation ? `, ${relation}` : ''}`
+      + `${share === null ? '' : `, as it does for ${Math.round(100 * share)}% of this sentence\u2019s tokens`}.`;
   Object.assign(f, {
-    sharpest: headName(sharpest.layer, sharpest.head), sharpestRatio: fmt(sharpest.ratio_to_uniform, 2),
-    broadest: headName(broadest.layer, broadest.head), broadestRatio: fmt(broadest.ratio_to_uniform, 2),
+    sharpest: headName(sharpest.layer, sharpest.head), sharpestRatio: fmt(sharpest.ratio_to_uniform, 2), sharpestLabel: labelOf(sharpest),
+    broadest: headName(broadest.layer, broadest.head), broadestRatio: fmt(broadest.ratio_to_uniform, 2), broadestLabel: labelOf(broadest),
+    overallSentence,
     rolloutRatio: fmt(rowSummary(rolloutRow(r, token)).ratio_to_uniform, 2),
     distinctTops: new Set(heads.map((x) => x.argmax)).size,
     ratioMin: fmt(Math.min(...heads.map((x) => x.ratio_to_uniform)), 2),
@@ -198,11 +281,14 @@ function precisionFacts(manifest) {
   return { compactMB: megabytes(bytes('shipped')), referenceMB: megabytes(bytes('reference')), naiveMB: megabytes(bytes('naive')), precisionBar: String(p.bar) };
 }
 
+// The prose's numbers change only where their text does: a click that leaves a number as it
+// was does not touch its element (nor the layout of the paragraph around it).
+const factElements = [...document.querySelectorAll('[data-fact]')];
 function fillFacts(view) {
   const f = facts(view);
-  for (const el of document.querySelectorAll('[data-fact]')) {
+  for (const el of factElements) {
     const value = f[el.dataset.fact];
-    if (value !== undefined) el.textContent = String(value);
+    if (value !== undefined && el.textContent !== String(value)) el.textContent = String(value);
   }
 }
 
@@ -243,11 +329,13 @@ function startEngine() {
   });
 }
 
-function openInstrument() {
+async function openInstrument() {
   if (!page.engine) return;
   store.set({ live: true });
   const target = document.getElementById('instrument');
   target.scrollIntoView({ behavior: matchMedia('(prefers-reduced-motion: reduce)').matches ? 'auto' : 'smooth', block: 'start' });
+  // The sentence box takes focus once the live figures are drawn (until then it is disabled).
+  await rendered();
   target.shadowRoot?.getElementById('sentence')?.focus({ preventScroll: true });
 }
 
@@ -270,8 +358,9 @@ document.addEventListener(EVENTS.select, (event) => {
   // Every choice adds a history entry, except that a sentence being typed keeps to one.
   historyMode = event.detail.transient && typingEntry ? 'replace' : 'push';
   typingEntry = Boolean(event.detail.transient);
-  // A choice of token keeps the current head; resolving now pins the defaults it was showing.
-  if (lastView?.result && patch.token !== undefined && patch.layer === undefined) {
+  // A choice of token keeps the head the reader chose; with none chosen (layer -1) the new token
+  // gets its own content head (SELECTION_RULE in widgets/data.js).
+  if (lastView?.result && patch.token !== undefined && patch.layer === undefined && store.get().layer >= 0) {
     patch.layer = lastView.layer;
     patch.head = lastView.head;
   }
@@ -294,6 +383,6 @@ addEventListener('popstate', restoreFromHash);
 addEventListener('hashchange', restoreFromHash);
 
 await loadExample(modelChoice());
-render();
+await render();
 performance.mark('attention:first-render');
 startEngine();

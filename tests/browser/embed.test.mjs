@@ -81,7 +81,7 @@ async function engineRow(page, { sentence, layer, head, token }) {
   return page.evaluate(async ({ bundle, layout, args }) => {
     const { getEngine } = await import(bundle);
     const { attentionRow } = await import(layout);
-    const result = (await getEngine()).analyze(args.sentence);
+    const result = await (await getEngine()).analyze(args.sentence);
     return { values: Array.from(attentionRow(result, args.layer, args.head, args.token), String), tokens: result.tokens.map((t) => t.text) };
   }, { bundle: siteUrl + BUNDLE, layout: `${siteUrl}engine/result.js`, args: { sentence, layer, head, token } });
 }
@@ -332,6 +332,8 @@ describe('embedding', { timeout: 180000 }, () => {
         row.setAttribute('layer', t);
         row.setAttribute('head', '"><img src=x onerror=window.__injected=9>');
       }, text);
+      // The analysis runs in the engine's worker: the figure shows the sentence once it is back.
+      await page.waitForFunction((t) => document.getElementById('row').shadowRoot.querySelector('table.bars')?.dataset.sentence === t, text, { timeout: LOAD_TIMEOUT_MS }).catch(() => {});
       const shown = await shownRow(page, '#row');
       assert.equal(shown.sentence, text);
       const { tokens } = await engineRow(page, { sentence: text, layer: 0, head: 0, token: 0 });
@@ -571,7 +573,7 @@ async function engineRowArticle(page, { sentence, layer, head, token }) {
   return page.evaluate(async (args) => {
     const engine = await import('/engine/engine.js');
     const { attentionRow } = await import('/engine/result.js');
-    const result = (await engine.getEngine()).analyze(args.sentence);
+    const result = await (await engine.getEngine()).analyze(args.sentence);
     return { values: Array.from(attentionRow(result, args.layer, args.head, args.token), String) };
   }, { sentence, layer, head, token });
 }

@@ -75,7 +75,7 @@ async function engineRow(page, { sentence, layer, head, token }) {
   return page.evaluate(async (args) => {
     const engine = await import('/engine/engine.js');
     const { attentionRow } = await import('/engine/result.js');
-    const result = (await engine.getEngine()).analyze(args.sentence);
+    const result = await (await engine.getEngine()).analyze(args.sentence);
     return Array.from(attentionRow(result, args.layer, args.head, args.token), String);
   }, { sentence, layer, head, token });
 }
@@ -83,7 +83,7 @@ async function engineRow(page, { sentence, layer, head, token }) {
 async function engineTokens(page, sentence) {
   return page.evaluate(async (text) => {
     const engine = await import('/engine/engine.js');
-    return (await engine.getEngine()).analyze(text).tokens.map((t) => t.text);
+    return (await (await engine.getEngine()).analyze(text)).tokens.map((t) => t.text);
   }, sentence);
 }
 
@@ -122,9 +122,15 @@ function presets() {
   return [...block.matchAll(/'([^']+)'/g)].map((m) => m[1]);
 }
 
+// The page's downloads, and the engine's (the wasm and the model come through its worker, whose
+// requests are not in the page's resource timing).
 async function resourceBytes(page) {
-  return page.evaluate(() => performance.getEntriesByType('resource').concat(performance.getEntriesByType('navigation'))
-    .reduce((a, e) => a + (e.transferSize || e.encodedBodySize || 0), 0));
+  return page.evaluate(async () => {
+    const page = performance.getEntriesByType('resource').concat(performance.getEntriesByType('navigation'))
+      .reduce((a, e) => a + (e.transferSize || e.encodedBodySize || 0), 0);
+    const engine = await (await import('/engine/engine.js')).getEngine();
+    return page + (engine.thread === 'worker' ? engine.timings.wasmBytes + engine.timings.modelBytes : 0);
+  });
 }
 
 async function marks(page) {

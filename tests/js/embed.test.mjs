@@ -76,7 +76,7 @@ test('widgets that name the same engine and model share one; another model gets 
   assert.notEqual(a, c);
   assert.notEqual(a.info.url, c.info.url);
   assert.equal(await getEngine(), a, 'getEngine() without options is not the first engine asked for');
-  assert.ok(a.analyze('The cat sat.').n > 2);
+  assert.ok((await a.analyze('The cat sat.')).n > 2);
   resetSharedEngine();
 });
 

@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import { createEngine, EngineError, getEngine, MAX_TEXT_CHARS, resetSharedEngine } from '../../web/engine/engine.js';
+import { createEngine, EngineClient, EngineError, getEngine, isSuperseded, MAX_TEXT_CHARS, resetSharedEngine } from '../../web/engine/engine.js';
 import { attentionRow, rowStat } from '../../web/engine/result.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -229,6 +229,99 @@ describe('memory and sharing', () => {
       assert.ok(bytes <= 64 * 1024 * 1024, `the memo holds ${bytes} bytes`);
       assert.ok(entries >= 1 && entries <= 3, `the memo holds ${entries} results of 512 tokens`);
     }
+  });
+});
+
+describe('the widgets\u2019 engine (getEngine): one API wherever it runs', () => {
+  const options = () => ({ manifestUrl: writeManifest(join(fixtures, 'tiny.attn')) });
+
+  test('in Node it runs in this thread, and gives the same results as createEngine, as promises', async () => {
+    resetSharedEngine();
+    const client = await getEngine(options());
+    assert.ok(client instanceof EngineClient);
+    assert.equal(client.thread, 'main');
+    const direct = await createEngine(options());
+    const text = 'The cat sat on the mat.';
+    const pending = client.analyze(text);
+    assert.ok(pending instanceof Promise);
+    const result = await pending;
+    assert.deepEqual(result.tokens, direct.analyze(text).tokens);
+    assert.deepEqual(result.attention, direct.analyze(text).attention);
+    assert.ok(Object.isFrozen(result));
+    assert.equal(await client.analyze(text), result, 'the client memoises');
+    assert.equal(client.peek(text), result);
+    assert.equal(client.peek(text, { vectors: true }), undefined);
+    const full = await client.analyze(text, { vectors: true });
+    assert.equal(full.queries.length, full.layers * full.n * full.hidden);
+    resetSharedEngine();
+  });
+
+  test('errors keep their kinds: input refused, nothing analysed', async () => {
+    resetSharedEngine();
+    const client = await getEngine(options());
+    await assert.rejects(client.analyze('a'.repeat(MAX_TEXT_CHARS + 1)), (error) => error instanceof EngineError && error.kind === 'input');
+    await assert.rejects(client.analyze(42), (error) => error.kind === 'input');
+    assert.ok((await client.analyze('still fine')).n > 2);
+    resetSharedEngine();
+  });
+
+  test('a newer request of the same caller supersedes one that has not started; others are kept; one text is analysed once', async () => {
+    resetSharedEngine();
+    const client = await getEngine(options());
+    const calls = [];
+    const call = client._host.call.bind(client._host);
+    client._host.call = (id, op, args) => {
+      calls.push(args.text);
+      return call(id, op, args);
+    };
+    const first = client.analyze('one', { channel: 'figure' });
+    const second = client.analyze('two', { channel: 'figure' });
+    const other = client.analyze('two and a half', { channel: 'another figure' });
+    const third = client.analyze('three', { channel: 'figure' });
+    const joined = client.analyze('three');
+    const outcomes = await Promise.allSettled([first, second, other, third, joined]);
+    assert.equal(outcomes[0].status, 'fulfilled', 'the request already running is not dropped');
+    assert.equal(outcomes[1].status, 'rejected');
+    assert.ok(isSuperseded(outcomes[1].reason), outcomes[1].reason?.message);
+    assert.equal(outcomes[2].value.text, 'two and a half', 'another caller\u2019s request is kept');
+    assert.equal(outcomes[3].value.text, 'three');
+    assert.equal(outcomes[4].value, outcomes[3].value, 'a request for a text already queued joins it');
+    assert.deepEqual(calls, ['one', 'two and a half', 'three'], 'the superseded text was never analysed');
+    resetSharedEngine();
+  });
+
+  test('an engine that trapped is forgotten: its calls fail with the trap\u2019s message, and the next request loads a fresh one', async () => {
+    resetSharedEngine();
+    const opts = options();
+    const client = await getEngine(opts);
+    const engine = client._host.engines.get(client._id);
+    engine._native.analyze = () => { throw new Error('RuntimeError: unreachable'); };
+    await assert.rejects(client.analyze('this traps'), (error) => error.kind === 'engine' && /engine failed \(RuntimeError: unreachable\)/.test(error.message));
+    await assert.rejects(client.analyze('and this too'), (error) => error.kind === 'engine');
+    const fresh = await getEngine(opts);
+    assert.notEqual(fresh, client);
+    assert.ok((await fresh.analyze('this works')).n > 2);
+    resetSharedEngine();
+  });
+
+  test('tokenize, tokenizeMany and vocabulary, where the engine file has them', async (t) => {
+    resetSharedEngine();
+    const client = await getEngine(options());
+    const direct = await createEngine(options());
+    if (typeof direct._native.tokenize !== 'function') {
+      await assert.rejects(client.tokenize('a'), (error) => error.kind === 'engine' && /tokenize/.test(error.message));
+      t.diagnostic('this wasm build has no tokenize(); rebuild with scripts/build.sh wasm to test it');
+      resetSharedEngine();
+      return;
+    }
+    const text = 'The cat sat.';
+    const tokens = await client.tokenize(text);
+    assert.deepEqual(tokens.tokens, direct.analyze(text).tokens);
+    assert.deepEqual(await client.tokenizeMany([text, 'a']), [tokens.tokens.map((x) => x.id), direct.tokenize('a').tokens.map((x) => x.id)]);
+    const vocabulary = await client.vocabulary();
+    assert.equal(vocabulary.length, direct.info.vocab_size);
+    assert.equal(await client.vocabulary(), vocabulary, 'fetched once');
+    resetSharedEngine();
   });
 });
 

@@ -20,9 +20,10 @@ const wasmDir = pathToFileURL(join(root, 'build', 'wasm')).href;
 const reference = join(root, 'model_data', 'explainer-mini.attn');
 const compact = join(root, 'model_data', 'explainer-mini.compact.attn');
 const BAR = 1e-3;
-// wasm and native sum in different orders; on the f32 reference they differ by up to 1.4e-6
-// (tests/js/engine.test.mjs), so a difference of two models computed by each may differ by twice that.
-const ENGINE_NOISE = 3e-6;
+// wasm and native sum in different orders; engine.test.mjs holds each shipped model's wasm
+// attention within 5e-6 of native (measured with the SIMD kernels: 2.1e-6 f32, 1.5e-6 compact),
+// so a difference of two models computed by each may differ by twice that bar.
+const ENGINE_NOISE = 1e-5;
 
 const SENTENCES = [
   'The animal did not cross the street because it was too tired.',

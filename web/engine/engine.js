@@ -1,7 +1,15 @@
 // The page's one attention engine: downloads the WebAssembly core and the model file (with
-// progress), keeps both in the Cache API under keys that include their checksums, creates one
-// engine per page however many widgets ask, memoises analyses per sentence, and turns every
-// failure into an Error whose message can be shown to a reader. Works in browsers and Node 20.
+// progress), keeps both in the Cache API under keys that include their checksums, runs the
+// engine off the main thread in one Web Worker per page however many widgets ask, memoises
+// analyses per sentence, and turns every failure into an Error whose message can be shown to a
+// reader. Works in browsers and Node 20.
+//
+// Two ways in:
+//   createEngine(options) -> AttentionEngine: the engine in this thread, analyze() synchronous
+//     (Node tests, scripts, and the worker itself);
+//   getEngine(options) / getSideEngine(options) -> EngineClient: what widgets use; analyze()
+//     returns a promise, the work runs in the page's worker (./worker.js) where there is one
+//     (browsers), in this thread otherwise (Node, or a page that refuses workers).
 
 import { HEAD_LABELS, ROLE, ROW_STAT, ROW_STAT_FIELDS } from './result.js';
 
@@ -18,17 +26,27 @@ export const MAX_TEXT_CHARS = 20000;
 const MEMO_BYTES = 64 * 1024 * 1024;
 
 export const DEFAULT_MANIFEST_URL = new URL('../models/manifest.json', HERE).href;
+// The worker's module, found from this module's URL: web/engine/engine.js and the bundle in
+// web/dist/ are both one folder below web/.
+export const WORKER_URL = new URL('../engine/worker.js', HERE).href;
 
 // Thrown for every failure; `kind` lets a page choose its wording or offer a retry.
 export class EngineError extends Error {
   constructor(kind, message, options) {
     super(message, options);
     this.name = 'EngineError';
-    this.kind = kind;  // 'network' | 'http' | 'model' | 'engine' | 'memory' | 'input'
+    // 'network' | 'http' | 'model' | 'engine' | 'memory' | 'input', and 'superseded' for an
+    // analysis that a newer request of the same caller replaced before it ran.
+    this.kind = kind;
   }
 }
 
+export const isSuperseded = (error) => error?.kind === 'superseded';
+
 const isFileUrl = (url) => url.startsWith('file:');
+const now = () => (typeof performance === 'undefined' ? Date.now() : performance.now());
+// Milliseconds since 1970 by this thread's clock, comparable across the page and its worker.
+const epoch = () => (typeof performance === 'undefined' ? Date.now() : performance.timeOrigin + performance.now());
 
 async function readFileUrl(url) {
   const { readFile } = await import('node:fs/promises');
@@ -47,14 +65,8 @@ async function openCache() {
   }
 }
 
-// Streams url into one Uint8Array, reporting {loaded, total, percent} as bytes arrive.
-// cacheKey (a URL that names the content's checksum) serves a second visit from the cache.
-export async function fetchBytes(url, { onProgress = () => {}, cacheKey = null, expectedBytes = 0 } = {}) {
-  if (isFileUrl(url)) {
-    const bytes = await readFileUrl(url);
-    onProgress({ loaded: bytes.length, total: bytes.length, percent: 100, fromCache: false });
-    return bytes;
-  }
+// The response for url: from the cache under cacheKey when it is there, else from the network.
+async function openResponse(url, cacheKey) {
   const cache = cacheKey ? await openCache() : null;
   let response = cache ? await cache.match(cacheKey) : undefined;
   const fromCache = Boolean(response);
@@ -68,7 +80,11 @@ export async function fetchBytes(url, { onProgress = () => {}, cacheKey = null, 
       throw new EngineError('http', `Could not download ${url}: the server answered ${response.status} ${response.statusText}.`.replace(' .', '.'));
     }
   }
-  const total = Number(response.headers.get('content-length')) || expectedBytes || 0;
+  return { response, fromCache, cache };
+}
+
+// Reads a response body chunk by chunk, reporting progress; returns the chunks and their length.
+async function readChunks(url, response, total, fromCache, onProgress) {
   const chunks = [];
   let loaded = 0;
   try {
@@ -83,21 +99,82 @@ export async function fetchBytes(url, { onProgress = () => {}, cacheKey = null, 
   } catch (error) {
     throw new EngineError('network', `The download of ${url} broke off after ${loaded} bytes (${error.message}). Retry.`, { cause: error });
   }
+  return { chunks, loaded };
+}
+
+function joinChunks(chunks, loaded) {
+  if (chunks.length === 1) return chunks[0];
   const bytes = new Uint8Array(loaded);
   let offset = 0;
   for (const chunk of chunks) {
     bytes.set(chunk, offset);
     offset += chunk.length;
   }
+  return bytes;
+}
+
+// Streams url into one Uint8Array, reporting {loaded, total, percent} as bytes arrive.
+// cacheKey (a URL that names the content's checksum) serves a second visit from the cache.
+export async function fetchBytes(url, { onProgress = () => {}, cacheKey = null, expectedBytes = 0, contentType = 'application/octet-stream' } = {}) {
+  if (isFileUrl(url)) {
+    const bytes = await readFileUrl(url);
+    onProgress({ loaded: bytes.length, total: bytes.length, percent: 100, fromCache: false });
+    return bytes;
+  }
+  const { response, fromCache, cache } = await openResponse(url, cacheKey);
+  const total = Number(response.headers.get('content-length')) || expectedBytes || 0;
+  const { chunks, loaded } = await readChunks(url, response, total, fromCache, onProgress);
+  const bytes = joinChunks(chunks, loaded);
   onProgress({ loaded, total: loaded, percent: 100, fromCache });
   if (cache && !fromCache) {
-    try {
-      await cache.put(cacheKey, new Response(bytes, { headers: { 'content-type': 'application/octet-stream' } }));
-    } catch {
-      // A full or refused cache only costs the next visit a download.
-    }
+    // Not awaited: the bytes are here, and a full or refused cache only costs the next visit a
+    // download.
+    cache.put(cacheKey, new Response(bytes, { headers: { 'content-type': contentType } })).catch(() => {});
   }
   return bytes;
+}
+
+const notWasm = (url, error) => new EngineError('engine', `The engine file ${url} is not valid WebAssembly (${error.message}). Rebuild it with scripts/build.sh wasm.`, { cause: error });
+
+// Downloads and compiles the engine's wasm. Where the server (or the cache) says
+// application/wasm, the module compiles while its bytes arrive (WebAssembly.compileStreaming);
+// otherwise the bytes are read first and compiled.
+async function fetchWasmModule(url, { onProgress, cacheKey, expectedBytes }) {
+  const compileBytes = async (bytes) => {
+    try {
+      return { module: await WebAssembly.compile(bytes), bytes: bytes.length, streamed: false };
+    } catch (error) {
+      throw notWasm(url, error);
+    }
+  };
+  if (isFileUrl(url) || typeof WebAssembly.compileStreaming !== 'function') {
+    return compileBytes(await fetchBytes(url, { onProgress, cacheKey, expectedBytes, contentType: 'application/wasm' }));
+  }
+  const { response, fromCache, cache } = await openResponse(url, cacheKey);
+  const total = Number(response.headers.get('content-length')) || expectedBytes || 0;
+  if (!/^application\/wasm\b/i.test(response.headers.get('content-type') ?? '') || !response.body || typeof ReadableStream !== 'function') {
+    const { chunks, loaded } = await readChunks(url, response, total, fromCache, onProgress);
+    const bytes = joinChunks(chunks, loaded);
+    onProgress({ loaded, total: loaded, percent: 100, fromCache });
+    if (cache && !fromCache) cache.put(cacheKey, new Response(bytes, { headers: { 'content-type': 'application/wasm' } })).catch(() => {});
+    return compileBytes(bytes);
+  }
+  // The response itself goes to the compiler (not a copy of its body), so that the browser can
+  // keep the compiled code with the response's URL for the next visit. The wasm is 2% of the
+  // download: its progress is reported when it is compiled.
+  const forCache = cache && !fromCache ? response.clone() : null;
+  onProgress({ loaded: 0, total, percent: 0, fromCache });
+  let module;
+  try {
+    module = await WebAssembly.compileStreaming(response);
+  } catch (error) {
+    if (error instanceof WebAssembly.CompileError) throw notWasm(url, error);
+    throw new EngineError('network', `The download of ${url} broke off (${error.message}). Retry.`, { cause: error });
+  }
+  const loaded = total || expectedBytes;
+  onProgress({ loaded, total: loaded, percent: 100, fromCache });
+  if (forCache) cache.put(cacheKey, forCache).catch(() => {});
+  return { module, bytes: loaded, streamed: true };
 }
 
 async function fetchJson(url) {
@@ -118,7 +195,7 @@ async function fetchJson(url) {
 
 // A promise kept in map under key until it fails: a failed request or load is forgotten, so
 // that a retry starts afresh. promiseOf finds the promise in what make() returns.
-// An engine that trapped (AttentionEngine.onFailure) is forgotten the same way.
+// An engine that trapped (its onFailure) is forgotten the same way.
 function remembered(map, key, make, promiseOf = (value) => value) {
   let value = map.get(key);
   if (value === undefined) {
@@ -128,7 +205,7 @@ function remembered(map, key, make, promiseOf = (value) => value) {
       if (map.get(key) === value) map.delete(key);
     };
     promiseOf(value).then((made) => {
-      if (made instanceof AttentionEngine) made.onFailure = forget;
+      if (made && typeof made === 'object' && 'onFailure' in made) made.onFailure = forget;
     }, forget);
   }
   return value;
@@ -141,9 +218,6 @@ const manifests = new Map();  // URL -> promise of the parsed manifest
 export function loadManifest(url = DEFAULT_MANIFEST_URL) {
   return remembered(manifests, url, () => fetchJson(url));
 }
-
-// Copies a typed-array view out of wasm memory: views die at the engine's next call.
-const copy = (view) => view.slice();
 
 // A trap inside the engine (an abort, a failed allocation, an out-of-bounds access) leaves its
 // instance unusable; the message says what the reader can do. During a model load the file is
@@ -165,14 +239,56 @@ export function describeWasmFailure(error, { loading = null } = {}) {
 // than 768 MiB of weights anyway (MemoryBudget in wasm/core/model_file.h).
 export const MAX_MODEL_FILE_BYTES = 1024 * 1024 * 1024;
 
-// The outputs a caller may ask for beyond the defaults (OUTPUT_* bits of the wasm module).
-const VECTORS = ['hidden_states', 'queries', 'keys'];
-
 // What a result costs the memo: the bytes of its typed arrays (tokens and profiles are small).
 function resultBytes(result) {
   let bytes = 0;
   for (const value of Object.values(result)) if (ArrayBuffer.isView(value)) bytes += value.byteLength;
   return bytes;
+}
+
+// The analyses of one engine by text, bounded in bytes, the least recently used going first.
+// The newest result stays even when it alone is over the bound; a bound of 0 keeps nothing.
+class Memo {
+  constructor(limit) {
+    this.limit = limit;
+    this.map = new Map();
+    this.bytes = 0;
+  }
+
+  get size() {
+    return this.map.size;
+  }
+
+  // The result for text (with vectors, if asked), made the most recently used.
+  get(text, vectors = false) {
+    const kept = this.map.get(text);
+    if (!kept || (vectors && !kept.queries)) return undefined;
+    this.map.delete(text);
+    this.map.set(text, kept);
+    return kept;
+  }
+
+  set(text, result) {
+    if (this.limit <= 0) return;
+    this.delete(text);
+    this.map.set(text, result);
+    this.bytes += resultBytes(result);
+    while (this.bytes > this.limit && this.map.size > 1) this.delete(this.map.keys().next().value);
+  }
+
+  delete(text) {
+    const result = this.map.get(text);
+    if (!result) return;
+    this.map.delete(text);
+    this.bytes -= resultBytes(result);
+  }
+}
+
+function checkText(text, info) {
+  if (typeof text !== 'string') throw new EngineError('input', 'The text to analyse must be a string.');
+  if (text.length > MAX_TEXT_CHARS) {
+    throw new EngineError('input', `The text is ${text.length} characters long; the instrument takes at most ${MAX_TEXT_CHARS} (the model reads at most ${info.max_positions} tokens).`);
+  }
 }
 
 // The wasm module's own names for its enums must be the ones ./result.js reads results with; a
@@ -186,29 +302,30 @@ function checkSchema(module) {
   }
 }
 
-// One loaded model. analyze() returns a frozen plain object of copied typed arrays in the
-// result schema (read it through ./result.js); hidden_states, queries and keys are requested
-// from the core and copied only for analyze(text, {vectors: true}).
+// One loaded model in this thread. analyze() returns a frozen plain object of copied typed
+// arrays in the result schema (read it through ./result.js); hidden_states, queries and keys are
+// requested from the core and copied only for analyze(text, {vectors: true}).
 export class AttentionEngine {
-  constructor(module, native, info, timings) {
+  constructor(module, native, info, timings, memoBytes = MEMO_BYTES) {
     this._module = module;
     this._native = native;
-    this._memo = new Map();  // text -> result, least recently used first
-    this._memoBytes = 0;
+    this._memo = new Memo(memoBytes);
+    this._current = null;  // {text, vectors} of the analysis the native side holds
+    this._failure = null;
     this.info = info;
     this.timings = timings;
   }
 
+  // True once the instance trapped: every later call gets the same error.
+  get failed() {
+    return Boolean(this._failure);
+  }
+
   analyze(text, { vectors = false } = {}) {
-    if (typeof text !== 'string') throw new EngineError('input', 'The text to analyse must be a string.');
-    if (text.length > MAX_TEXT_CHARS) {
-      throw new EngineError('input', `The text is ${text.length} characters long; the instrument takes at most ${MAX_TEXT_CHARS} (the model reads at most ${this.info.max_positions} tokens).`);
-    }
-    const kept = this._memo.get(text);
-    if (kept) this._forget(text);
+    checkText(text, this.info);
     // An entry without vectors is analysed again when they are asked for, and replaced.
-    const result = kept && (!vectors || kept.queries) ? kept : this._run(text, vectors);
-    this._remember(text, result);
+    const result = this._memo.get(text, vectors) ?? this._run(text, vectors);
+    this._memo.set(text, result);
     return result;
   }
 
@@ -222,47 +339,24 @@ export class AttentionEngine {
     } catch (error) {
       // The instance cannot be trusted after a trap: every later call gets the same error, and
       // the shared-engine cache forgets this engine so that a retry starts a fresh instance.
+      this._current = null;
       this._failure = describeWasmFailure(error);
       this.onFailure?.(this);
       throw this._failure;
     }
+    this._current = { text, vectors };
     if (raw.error !== undefined) throw new EngineError('input', raw.error);
-    const result = {
-      text,
-      tokens: raw.tokens,
-      n: raw.n,
-      layers: raw.layers,
-      heads: raw.heads,
-      hidden: raw.hidden,
-      truncated: raw.truncated,
-      full_length: raw.full_length,
-      attention: copy(raw.attention),
-      rollout: copy(raw.rollout),
-      row_stats: copy(raw.row_stats),
-      roles: copy(raw.roles),
-      head_profiles: raw.head_profiles,
-    };
-    if (vectors) for (const name of VECTORS) result[name] = copy(raw[name]);
+    // Every typed array is a view into wasm memory, valid until the next call: copied here,
+    // so that a result owns its buffers (the worker transfers them to the page).
+    const result = { text };
+    for (const [key, value] of Object.entries(raw)) result[key] = ArrayBuffer.isView(value) ? value.slice() : value;
     return Object.freeze(result);
-  }
-
-  _remember(text, result) {
-    this._memo.set(text, result);
-    this._memoBytes += resultBytes(result);
-    // The newest result stays even when it alone is over the bound.
-    while (this._memoBytes > MEMO_BYTES && this._memo.size > 1) this._forget(this._memo.keys().next().value);
-  }
-
-  _forget(text) {
-    const result = this._memo.get(text);
-    if (!result) return;
-    this._memo.delete(text);
-    this._memoBytes -= resultBytes(result);
   }
 
   // The masked-LM head's k most likely tokens at one position of text.
   predict(text, position, k = 5) {
-    this._ensureCurrent(text);
+    checkText(text, this.info);
+    if (this._current?.text !== text) this._run(text, false);
     const list = this._native.topPredictions(position, k);
     if (!Array.isArray(list)) throw new EngineError('input', list.error);
     return list;
@@ -270,73 +364,82 @@ export class AttentionEngine {
 
   // The core's memory ({allocated_bytes, heap_bytes}) and the memo's (memo_bytes, memo_entries).
   memoryInfo() {
-    return { ...this._native.memoryInfo(), memo_bytes: this._memoBytes, memo_entries: this._memo.size };
+    return { ...this._native.memoryInfo(), memo_bytes: this._memo.bytes, memo_entries: this._memo.size };
   }
 
-  // The native side keeps the activations of its last analysis; predictions read them.
-  _ensureCurrent(text) {
-    const vectors = Boolean(this._memo.get(text)?.queries);
-    this._forget(text);
-    this.analyze(text, { vectors });
+  // The tokenizer alone: {tokens, truncated, full_length}, as analyze reports them.
+  tokenize(text, maxLength = 0) {
+    checkText(text, this.info);
+    const out = this._nativeCall('tokenize', text, maxLength);
+    if (out.error !== undefined) throw new EngineError('input', out.error);
+    return out;
+  }
+
+  // The token ids of many texts, in one call (the vocabulary post types all 30,522 entries).
+  tokenizeMany(texts, maxLength = 0) {
+    if (!Array.isArray(texts)) throw new EngineError('input', 'tokenizeMany takes an array of texts.');
+    return texts.map((text) => this.tokenize(text, maxLength).tokens.map((t) => t.id));
+  }
+
+  // The model's vocabulary, one entry per id.
+  vocabulary() {
+    if (!this._vocabulary) {
+      const list = this._nativeCall('vocabulary');
+      if (!Array.isArray(list)) throw new EngineError('engine', list?.error ?? 'The engine gave no vocabulary.');
+      this._vocabulary = list;
+    }
+    return this._vocabulary;
+  }
+
+  _nativeCall(name, ...args) {
+    if (this._failure) throw this._failure;
+    if (typeof this._native[name] !== 'function') {
+      throw new EngineError('engine', `This engine file has no ${name}(); rebuild it with scripts/build.sh wasm.`);
+    }
+    try {
+      return this._native[name](...args);
+    } catch (error) {
+      this._current = null;
+      this._failure = describeWasmFailure(error);
+      this.onFailure?.(this);
+      throw this._failure;
+    }
+  }
+}
+
+// What the page's engine thread (./worker.js) and the in-thread host do for a request: the
+// operations an EngineClient can ask of its engine.
+export function runEngineOperation(engine, op, args) {
+  switch (op) {
+    case 'analyze': return engine.analyze(args.text, { vectors: args.vectors });
+    case 'predict': return engine.predict(args.text, args.position, args.k);
+    case 'memory': return engine.memoryInfo();
+    case 'tokenize': return engine.tokenize(args.text, args.maxLength);
+    case 'tokenizeMany': return engine.tokenizeMany(args.texts, args.maxLength);
+    case 'vocabulary': return engine.vocabulary();
+    default: throw new EngineError('engine', `Unknown engine operation ${op}.`);
   }
 }
 
 // The engine's two files, as scripts/site/build_site.mjs names them next to each other.
 export const ENGINE_FILES = Object.freeze({ glue: 'attention_engine.js', wasm: 'attention_engine.wasm' });
 
-// Loads a model with an explicit configuration (tests and pages that want several models).
-//   manifestUrl: models/manifest.json, naming the engine files and the models with checksums
-//   model: a key of manifest.models (default: manifest.default), or modelUrl: a model file's URL
-//   engineUrl: a folder holding ENGINE_FILES, instead of the manifest's (with modelUrl as well,
-//     no manifest is read at all)
-//   onProgress({phase: 'engine'|'model', loaded, total, percent})
-export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, model, modelUrl, engineUrl, onProgress = () => {} } = {}) {
-  const t0 = now();
-  const manifest = engineUrl && modelUrl ? null : await loadManifest(manifestUrl);
-  const base = new URL(manifestUrl, typeof location === 'undefined' ? HERE : location.href).href;
-  const entry = modelUrl ? null : manifest.models?.[model ?? manifest.default];
-  if (!modelUrl && !entry) throw new EngineError('model', `The manifest ${manifestUrl} has no model named ${model ?? manifest.default}.`);
-  const resolvedModelUrl = new URL(modelUrl ?? entry.file, base).href;
-  // The manifest's checksum only vouches for the manifest's own engine files.
-  const engineEntry = engineUrl ? null : manifest.engine;
-  const folder = engineUrl && (engineUrl.endsWith('/') ? engineUrl : `${engineUrl}/`);
-  const glueUrl = new URL(folder ? ENGINE_FILES.glue : manifest.engine.glue, folder || base).href;
-  const wasmUrl = new URL(folder ? ENGINE_FILES.wasm : manifest.engine.wasm, folder || base).href;
-
-  const [wasmBytes, modelBytes] = await Promise.all([
-    fetchBytes(wasmUrl, {
-      cacheKey: engineEntry ? `${wasmUrl}?sha256=${engineEntry.sha256}` : null,
-      expectedBytes: engineEntry?.bytes ?? 0,
-      onProgress: (p) => onProgress({ phase: 'engine', ...p }),
-    }),
-    fetchBytes(resolvedModelUrl, {
-      cacheKey: entry ? `${resolvedModelUrl}?sha256=${entry.sha256}` : null,
-      expectedBytes: entry?.bytes ?? 0,
-      onProgress: (p) => onProgress({ phase: 'model', ...p }),
-    }),
-  ]);
-  const t1 = now();
-
-  let createModule;
+async function importGlue(glueUrl) {
   try {
-    createModule = (await import(glueUrl)).default;
+    return (await import(glueUrl)).default;
   } catch (error) {
     throw new EngineError('network', `Could not load the engine script ${glueUrl} (${error.message}).`, { cause: error });
   }
-  let compiled;
-  try {
-    compiled = await WebAssembly.compile(wasmBytes);
-  } catch (error) {
-    throw new EngineError('engine', `The engine file ${wasmUrl} is not valid WebAssembly (${error.message}). Rebuild it with scripts/build.sh wasm.`, { cause: error });
-  }
-  const t2 = now();
-  let module;
+}
+
+// An instance of the compiled module through the glue, with nothing downloaded again.
+async function instantiate(createModule, compiled) {
   let failInstantiation;
   const instantiationFailed = new Promise((_, reject) => { failInstantiation = reject; });
+  let module;
   try {
     module = await Promise.race([
       createModule({
-        // The bytes are already here (downloaded with progress) and compiled (timed apart).
         instantiateWasm(imports, receive) {
           WebAssembly.instantiate(compiled, imports).then((instance) => receive(instance, compiled), failInstantiation);
           return {};
@@ -350,6 +453,59 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, model, 
     throw describeWasmFailure(error);
   }
   checkSchema(module);
+  return module;
+}
+
+// Loads a model with an explicit configuration, in this thread (tests, scripts, the worker).
+//   manifestUrl: models/manifest.json, naming the engine files and the models with checksums
+//   manifest: the parsed manifest, when the caller has read it already (the worker gets the
+//     page's copy, so that the page makes one request for it)
+//   model: a key of manifest.models (default: manifest.default), or modelUrl: a model file's URL
+//   engineUrl: a folder holding ENGINE_FILES, instead of the manifest's (with modelUrl as well,
+//     no manifest is read at all)
+//   onProgress({phase: 'engine'|'model', loaded, total, percent})
+// The glue, the wasm and the model download at once; the wasm compiles while it arrives and is
+// instantiated while the model is still downloading, so that what is left after the model's
+// last byte is the core reading the file (LoadedModel::FromBuffer).
+export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifest: given, model, modelUrl, engineUrl, onProgress = () => {}, memoBytes = MEMO_BYTES } = {}) {
+  const t0 = now();
+  const manifest = engineUrl && modelUrl ? null : given ?? await loadManifest(manifestUrl);
+  const base = new URL(manifestUrl, typeof location === 'undefined' ? HERE : location.href).href;
+  const entry = modelUrl ? null : manifest.models?.[model ?? manifest.default];
+  if (!modelUrl && !entry) throw new EngineError('model', `The manifest ${manifestUrl} has no model named ${model ?? manifest.default}.`);
+  const resolvedModelUrl = new URL(modelUrl ?? entry.file, base).href;
+  // The manifest's checksum only vouches for the manifest's own engine files.
+  const engineEntry = engineUrl ? null : manifest.engine;
+  const folder = engineUrl && (engineUrl.endsWith('/') ? engineUrl : `${engineUrl}/`);
+  const glueUrl = new URL(folder ? ENGINE_FILES.glue : manifest.engine.glue, folder || base).href;
+  const wasmUrl = new URL(folder ? ENGINE_FILES.wasm : manifest.engine.wasm, folder || base).href;
+
+  const marks = {};
+  const glue = importGlue(glueUrl);
+  const compiled = fetchWasmModule(wasmUrl, {
+    cacheKey: engineEntry ? `${wasmUrl}?sha256=${engineEntry.sha256}` : null,
+    expectedBytes: engineEntry?.bytes ?? 0,
+    onProgress: (p) => onProgress({ phase: 'engine', ...p }),
+  }).then((c) => {
+    marks.compiled = now();
+    return c;
+  });
+  const instance = Promise.all([glue, compiled]).then(([createModule, c]) => instantiate(createModule, c.module)).then((m) => {
+    marks.instantiated = now();
+    return m;
+  });
+  const modelBytesPromise = fetchBytes(resolvedModelUrl, {
+    cacheKey: entry ? `${resolvedModelUrl}?sha256=${entry.sha256}` : null,
+    expectedBytes: entry?.bytes ?? 0,
+    onProgress: (p) => onProgress({ phase: 'model', ...p }),
+  }).then((bytes) => {
+    marks.model = now();
+    marks.modelEpoch = epoch();
+    return bytes;
+  });
+  // Promise.all watches every promise, so a second failure is never left unhandled.
+  const [module, modelBytes, { bytes: wasmBytes, streamed }] = await Promise.all([instance, modelBytesPromise, compiled]);
+  const tReady = now();
   if (modelBytes.length > MAX_MODEL_FILE_BYTES) {
     throw new EngineError('model', `The model file ${resolvedModelUrl} is ${modelBytes.length} bytes, more than this engine loads (${MAX_MODEL_FILE_BYTES}); use a smaller or compact model file.`);
   }
@@ -368,20 +524,364 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, model, 
   }
   const t3 = now();
   const info = { ...native.info(), url: resolvedModelUrl, sha256: entry?.sha256 ?? null };
+  const t4 = now();
   return new AttentionEngine(module, native, info, {
-    fetchMs: t1 - t0, compileMs: t2 - t1, parseMs: t3 - t2, totalMs: t3 - t0,
-    wasmBytes: wasmBytes.length, modelBytes: modelBytes.length,
-  });
+    // fetchMs: until both files are here; compileMs: the wasm's download and compilation
+    // (streamed: overlapping); parseMs: the core reading the model file; totalMs: the whole.
+    fetchMs: Math.max(marks.model, marks.compiled) - t0,
+    compileMs: marks.compiled - t0,
+    instantiatedMs: marks.instantiated - t0,
+    modelMs: marks.model - t0,
+    parseMs: t3 - tReady,
+    infoMs: t4 - t3,
+    // From the model's last byte to a loaded engine (waiting for the wasm, if it came later,
+    // and the core reading the file), and when that last byte came (ms since 1970).
+    afterModelMs: t4 - marks.model,
+    modelDoneAt: marks.modelEpoch,
+    totalMs: t4 - t0,
+    streamed,
+    wasmBytes, modelBytes: modelBytes.length,
+  }, memoBytes);
 }
 
-function now() {
-  return typeof performance === 'undefined' ? Date.now() : performance.now();
+// ---- Where the page's engines run ----
+
+// In this thread: Node, or a page where no worker could start.
+class LocalHost {
+  constructor() {
+    this.thread = 'main';
+    this.engines = new Map();
+    this.clients = new Set();
+    this.next = 0;
+  }
+
+  async load(options, onProgress) {
+    const engine = await createEngine({ ...options, memoBytes: 0, onProgress });
+    const id = ++this.next;
+    this.engines.set(id, engine);
+    return { id, info: engine.info, timings: engine.timings };
+  }
+
+  async call(id, op, args) {
+    const engine = this.engines.get(id);
+    if (!engine) throw new EngineError('engine', 'This engine is gone. Reload the page to start it again.');
+    try {
+      return runEngineOperation(engine, op, args);
+    } catch (error) {
+      if (engine.failed) error.trapped = true;
+      throw error;
+    }
+  }
+
+  close() {}
+}
+
+// The page's worker (./worker.js): loads and runs every engine of the page. It is created from
+// a same-origin Blob that imports the worker module by its absolute URL, since a page cannot
+// start a worker from another origin's URL and the widgets may be embedded in another site.
+// A trap in any engine terminates the worker: every engine it held is forgotten, and the next
+// request starts a new worker.
+class WorkerHost {
+  static start(url) {
+    return new Promise((resolve, reject) => {
+      const source = URL.createObjectURL(new Blob([`import ${JSON.stringify(url)};\n`], { type: 'text/javascript' }));
+      let worker;
+      try {
+        worker = new Worker(source, { type: 'module', name: 'attention-engine' });
+      } catch (error) {
+        URL.revokeObjectURL(source);
+        reject(error);
+        return;
+      }
+      const started = (event) => {
+        if (event.data?.op !== 'ready') return;
+        worker.removeEventListener('message', started);
+        worker.removeEventListener('error', failed);
+        URL.revokeObjectURL(source);
+        resolve(new WorkerHost(worker));
+      };
+      const failed = (event) => {
+        event.preventDefault?.();
+        worker.removeEventListener('message', started);
+        worker.terminate();
+        URL.revokeObjectURL(source);
+        reject(new Error(event.message || `the engine's worker (${url}) did not start`));
+      };
+      worker.addEventListener('message', started);
+      worker.addEventListener('error', failed);
+    });
+  }
+
+  constructor(worker) {
+    this.thread = 'worker';
+    this.worker = worker;
+    this.pending = new Map();  // request id -> {resolve, reject, onProgress}
+    this.clients = new Set();
+    this.next = 0;
+    this.dead = null;
+    worker.addEventListener('message', (event) => this.receive(event.data));
+    worker.addEventListener('error', (event) => {
+      event.preventDefault?.();
+      this.kill(describeWasmFailure(new Error(event.message || 'the engine\u2019s worker stopped')));
+    });
+    worker.addEventListener('messageerror', () => this.kill(new EngineError('engine', 'A result from the engine could not be read. Reload the page to start it again.')));
+  }
+
+  send(message, onProgress, transfer = []) {
+    if (this.dead) return Promise.reject(this.dead);
+    const id = ++this.next;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, onProgress });
+      this.worker.postMessage({ ...message, id }, transfer);
+    });
+  }
+
+  load(options, onProgress) {
+    return this.send({ op: 'load', options }, onProgress);
+  }
+
+  call(engine, op, args) {
+    return this.send({ op, engine, ...args });
+  }
+
+  receive(data) {
+    const request = this.pending.get(data?.id);
+    if (!request) return;
+    if (data.progress) {
+      request.onProgress?.(data.progress);
+      return;
+    }
+    this.pending.delete(data.id);
+    if (!data.error) {
+      request.resolve(data.ok);
+      return;
+    }
+    const error = new EngineError(data.error.kind, data.error.message);
+    if (data.trapped) {
+      error.trapped = true;
+      request.reject(error);
+      this.kill(error);
+    } else {
+      request.reject(error);
+    }
+  }
+
+  // Ends the worker after a trap: the engine that trapped keeps its error, every other engine
+  // and request gets one that says so, and the page's next request starts a new worker.
+  kill(cause) {
+    if (this.dead) return;
+    this.dead = cause.trapped ? new EngineError(cause.kind, `The engine stopped after a failure (${cause.message}) and was restarted; retry.`) : cause;
+    this.worker.terminate();
+    if (globalThis[HOST_KEY]?.host === this) delete globalThis[HOST_KEY];
+    for (const request of this.pending.values()) request.reject(this.dead);
+    this.pending.clear();
+    for (const client of this.clients) client._fail(this.dead);
+  }
+
+  close() {
+    this.kill(new EngineError('engine', 'The engine was closed.'));
+  }
+}
+
+// One host per page, even when the article's modules and the embedding bundle (two copies of
+// this module) meet in one page.
+const HOST_KEY = Symbol.for('attention-explainer.engine-host');
+
+function engineHost() {
+  let slot = globalThis[HOST_KEY];
+  if (!slot) {
+    slot = { promise: null, host: null };
+    globalThis[HOST_KEY] = slot;
+    slot.promise = (async () => {
+      let host;
+      if (typeof Worker === 'function' && typeof Blob === 'function' && typeof URL.createObjectURL === 'function') {
+        try {
+          host = await WorkerHost.start(WORKER_URL);
+        } catch (error) {
+          // A page that refuses workers (a strict Content-Security-Policy) still gets its
+          // figures: the engine runs in the page.
+          console.warn(`attention engine: no worker (${error.message}); the engine runs on the page's main thread.`);
+        }
+      }
+      slot.host = host ?? new LocalHost();
+      return slot.host;
+    })();
+  }
+  return slot.promise;
+}
+
+// Where the page's engines run: 'worker' or 'main' (Node, or a page without workers).
+export async function engineThread() {
+  return (await engineHost()).thread;
+}
+
+const superseded = () => new EngineError('superseded', 'A newer request replaced this analysis before it ran.');
+
+// A loaded engine as widgets see it, wherever it runs. analyze() returns a promise of the
+// same frozen result an AttentionEngine gives. Requests are queued, one analysis in flight at a
+// time; a request for a text already queued or running joins it; and a request that names a
+// `channel` (one per caller: a figure, the article) removes that caller's older requests that
+// have not started yet, which then reject with kind 'superseded'. Results are memoised here,
+// bounded in bytes, so that a click or a head switch on the same sentence never waits.
+export class EngineClient {
+  constructor(host, id, info, timings) {
+    this._host = host;
+    this._id = id;
+    this._memo = new Memo(MEMO_BYTES);
+    this._queue = [];      // {text, vectors, waiters: [{channel, resolve, reject}]}, oldest first
+    this._running = null;  // the analysis in flight, same shape
+    this._failure = null;
+    this.info = info;
+    this.timings = timings;
+    this.thread = host.thread;
+    this.onFailure = null;
+    host.clients.add(this);
+  }
+
+  // True once the engine trapped (its worker was ended): a new getEngine() call loads afresh.
+  get failed() {
+    return Boolean(this._failure);
+  }
+
+  // The memoised result for text, if there is one (no request is made).
+  peek(text, { vectors = false } = {}) {
+    return this._memo.get(text, vectors);
+  }
+
+  analyze(text, { vectors = false, channel = null } = {}) {
+    return new Promise((resolve, reject) => {
+      checkText(text, this.info);
+      if (this._failure) throw this._failure;
+      if (channel !== null) this._supersede(channel);
+      const kept = this._memo.get(text, vectors);
+      if (kept) {
+        resolve(kept);
+        return;
+      }
+      const waiter = { channel, resolve, reject };
+      const running = this._running;
+      if (running && running.text === text && (running.vectors || !vectors)) {
+        running.waiters.push(waiter);
+        return;
+      }
+      const queued = this._queue.find((e) => e.text === text);
+      if (queued) {
+        queued.vectors ||= vectors;
+        queued.waiters.push(waiter);
+      } else {
+        this._queue.push({ text, vectors, waiters: [waiter] });
+      }
+      this._pump();
+    });
+  }
+
+  _supersede(channel) {
+    for (const entry of this._queue) {
+      entry.waiters = entry.waiters.filter((w) => {
+        if (w.channel !== channel) return true;
+        w.reject(superseded());
+        return false;
+      });
+    }
+    this._queue = this._queue.filter((e) => e.waiters.length);
+  }
+
+  _pump() {
+    while (!this._running && this._queue.length) {
+      const entry = this._queue.shift();
+      const kept = this._memo.get(entry.text, entry.vectors);
+      if (kept) {
+        for (const w of entry.waiters) w.resolve(kept);
+        continue;
+      }
+      this._running = entry;
+      this._host.call(this._id, 'analyze', { text: entry.text, vectors: entry.vectors }).then((raw) => {
+        const result = Object.isFrozen(raw) ? raw : Object.freeze(raw);
+        this._memo.set(entry.text, result);
+        for (const w of entry.waiters) w.resolve(result);
+      }, (error) => {
+        if (error.trapped) this._fail(error);
+        for (const w of entry.waiters) w.reject(error);
+      }).finally(() => {
+        this._running = null;
+        this._pump();
+      });
+    }
+  }
+
+  // After a trap: this engine is unusable, and the shared-engine cache forgets it, so that a
+  // retry starts a fresh one.
+  _fail(error) {
+    if (this._failure) return;
+    this._failure = error;
+    for (const entry of this._queue) for (const w of entry.waiters) w.reject(error);
+    this._queue = [];
+    this._host.clients.delete(this);
+    this.onFailure?.(this);
+  }
+
+  // The masked-LM head's k most likely tokens at one position of text.
+  async predict(text, position, k = 5) {
+    checkText(text, this.info);
+    if (this._failure) throw this._failure;
+    return this._call('predict', { text, position, k });
+  }
+
+  // The core's memory ({allocated_bytes, heap_bytes}) and this memo's (memo_bytes, memo_entries).
+  async memoryInfo() {
+    const core = await this._call('memory', {});
+    return { ...core, memo_bytes: this._memo.bytes, memo_entries: this._memo.size };
+  }
+
+  // The tokenizer alone: {tokens, truncated, full_length}.
+  async tokenize(text, maxLength = 0) {
+    checkText(text, this.info);
+    return this._call('tokenize', { text, maxLength });
+  }
+
+  // The token ids of many texts ([[id, ...], ...]), in one request.
+  async tokenizeMany(texts, maxLength = 0) {
+    return this._call('tokenizeMany', { texts, maxLength });
+  }
+
+  // The model's vocabulary (one string per id), fetched once.
+  vocabulary() {
+    this._vocabulary ??= this._call('vocabulary', {}).catch((error) => {
+      this._vocabulary = null;
+      throw error;
+    });
+    return this._vocabulary;
+  }
+
+  async _call(op, args) {
+    if (this._failure) throw this._failure;
+    try {
+      return await this._host.call(this._id, op, args);
+    } catch (error) {
+      if (error.trapped) this._fail(error);
+      throw error;
+    }
+  }
+}
+
+const absolute = (url) => (url === undefined ? undefined : new URL(url, typeof location === 'undefined' ? HERE : location.href).href);
+
+// Loads a model on the page's host. The manifest is read here (one request per page, shared
+// with the figures that read it) while the worker starts; the worker then fetches the glue,
+// the wasm and the model at once.
+async function loadClient({ manifestUrl = DEFAULT_MANIFEST_URL, model, modelUrl, engineUrl }, onProgress) {
+  const options = { manifestUrl: absolute(manifestUrl), model, modelUrl: absolute(modelUrl), engineUrl: absolute(engineUrl) };
+  const hostPromise = engineHost();
+  const manifest = options.engineUrl && options.modelUrl ? null : await loadManifest(options.manifestUrl);
+  const host = await hostPromise;
+  const { id, info, timings } = await host.load({ ...options, manifest }, onProgress);
+  return new EngineClient(host, id, info, timings);
 }
 
 // The page's shared engines: every widget calls getEngine() and all who ask for the same
 // manifest, engine and model get the same promise, so each is downloaded once. Progress goes
 // to every subscriber. getEngine() without options means the engine the page asked for first.
-const shared = new Map();  // key of the options -> promise of an AttentionEngine
+const shared = new Map();  // key of the options -> promise of an EngineClient
 const progressListeners = new Set();
 let lastProgress = null;
 
@@ -398,12 +898,9 @@ function engineKey({ manifestUrl = DEFAULT_MANIFEST_URL, model = '', modelUrl = 
 export function getEngine(options = {}) {
   const asked = Object.values(options).some((v) => v !== undefined);
   if (!asked && shared.size) return shared.values().next().value;
-  return remembered(shared, engineKey(options), () => createEngine({
-    ...options,
-    onProgress: (p) => {
-      lastProgress = p;
-      for (const listener of progressListeners) listener(p);
-    },
+  return remembered(shared, engineKey(options), () => loadClient(options, (p) => {
+    lastProgress = p;
+    for (const listener of progressListeners) listener(p);
   }));
 }
 
@@ -414,18 +911,15 @@ export function currentEngine() {
 
 // Engines a figure loads for itself beside the page's one (the precision figure's f32 reference
 // and naive files): shared by every figure that asks for the same model, with their own progress
-// reports, so that they never show up as the page's download.
+// reports, so that they never show up as the page's download. They run on the same host.
 const side = new Map();  // key of the options -> {promise, listeners, last}
 
 export function getSideEngine(options, onProgress = () => {}) {
   const entry = remembered(side, engineKey(options), () => {
     const made = { listeners: new Set(), last: null };
-    made.promise = createEngine({
-      ...options,
-      onProgress: (p) => {
-        made.last = p;
-        for (const listener of made.listeners) listener(p);
-      },
+    made.promise = loadClient(options, (p) => {
+      made.last = p;
+      for (const listener of made.listeners) listener(p);
     });
     return made;
   }, (made) => made.promise);
@@ -434,10 +928,15 @@ export function getSideEngine(options, onProgress = () => {}) {
   return entry.promise;
 }
 
-// For tests: forget the shared engines.
+// For tests: forget the shared engines (and end the page's worker, if any).
 export function resetSharedEngine() {
   shared.clear();
   side.clear();
   manifests.clear();
   lastProgress = null;
+  const slot = globalThis[HOST_KEY];
+  if (slot) {
+    delete globalThis[HOST_KEY];
+    slot.host?.close();
+  }
 }

@@ -4,8 +4,8 @@
 import { ATTRIBUTES, AttentionFigure, define } from './base.js';
 import { attentionRow, rolloutRow, rowStat } from '../engine/result.js';
 import { headsForToken, rowSummary, sharpestAndBroadest } from './data.js';
-import { fmt, h, headName, headShort } from './dom.js';
-import { barLegend, rowChart, rowPanel } from './bars.js';
+import { fmt, h, headName, headShort, setText } from './dom.js';
+import { barLegend, RowChart, rowPanel } from './bars.js';
 
 const AUTO = 'auto';
 
@@ -46,43 +46,69 @@ class AttentionCompare extends AttentionFigure {
     super.attributeChangedCallback(name, old, value);
   }
 
+  // The three panels are built once per sentence; a new token or head choice updates their
+  // titles, menus, ratios and bars in place.
   render(view) {
-    if (!this.hasResult(view)) return;
-    const { result, token } = view;
+    if (!this.hasResult(view)) {
+      this._built = null;
+      return;
+    }
+    const { result, token, showSpecial } = view;
+    if (!this._built || this._built.result !== result || this._built.showSpecial !== showSpecial) this.build(result, showSpecial);
+    const b = this._built;
     const { sharpest, broadest } = sharpestAndBroadest(result, token);
     const autos = [sharpest, broadest];
     const heads = headsForToken(result, token);
     const word = result.tokens[token].text;
     this.picked = [];
-    const panels = [0, 1].map((k) => {
+    b.heads.forEach((panel, k) => {
       const picked = this.choice[k] === AUTO ? autos[k] : heads.find((x) => `${x.layer},${x.head}` === this.choice[k]) ?? autos[k];
       this.picked.push(picked);
       const row = attentionRow(result, picked.layer, picked.head, token);
       const s = rowStat(result, picked.layer, picked.head, token);
-      const select = h('select', {
-        'aria-label': `Head for panel ${k + 1}`,
-        on: { change: (e) => { this.choice[k] = e.target.value; this.render(this.view); this.updateTools(); } },
-      },
-      h('option', { value: AUTO, text: `${k === 0 ? 'Sharpest' : 'Broadest'} for this token (${headShort(autos[k].layer, autos[k].head)})` }),
-      heads.map((x) => h('option', { value: `${x.layer},${x.head}`, text: headName(x.layer, x.head) })));
-      select.value = this.choice[k];
-      return h('section.panel', { dataset: { kind: 'head', layer: String(picked.layer), head: String(picked.head), ratio: String(s.ratio_to_uniform) } },
-        h('h3', { text: `${headName(picked.layer, picked.head)}` }),
-        select,
-        h('div.ratio', {}, 'ratio to uniform ', h('b', { text: fmt(s.ratio_to_uniform, 2) })),
-        rowChart({ tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial: view.showSpecial, compact: true, digits: 3,
-          caption: `\u201c${word}\u201d in ${headName(picked.layer, picked.head)}` }));
+      setText(panel.auto, `${k === 0 ? 'Sharpest' : 'Broadest'} for this token (${headShort(autos[k].layer, autos[k].head)})`);
+      if (panel.select.value !== this.choice[k]) panel.select.value = this.choice[k];
+      Object.assign(panel.section.dataset, { layer: String(picked.layer), head: String(picked.head), ratio: String(s.ratio_to_uniform) });
+      setText(panel.title, headName(picked.layer, picked.head));
+      setText(panel.ratio, fmt(s.ratio_to_uniform, 2));
+      panel.chart.update({ tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial, caption: `\u201c${word}\u201d in ${headName(picked.layer, picked.head)}` });
     });
     // The core keeps no statistics of rollout rows; they are summarised here.
     const rollout = rolloutRow(result, token);
     const r = rowSummary(rollout);
-    panels.push(h('section.panel', { dataset: { kind: 'rollout', ratio: String(r.ratio_to_uniform) } },
+    b.rollout.section.dataset.ratio = String(r.ratio_to_uniform);
+    setText(b.rollout.ratio, fmt(r.ratio_to_uniform, 2));
+    b.rollout.chart.update({ tokens: result.tokens, roles: result.roles, row: rollout, selected: token, showSpecial, caption: `\u201c${word}\u201d through attention rollout` });
+  }
+
+  build(result, showSpecial) {
+    const headPanel = (k) => {
+      const auto = h('option', { value: AUTO });
+      const options = [auto];
+      for (let l = 0; l < result.layers; ++l) {
+        for (let hd = 0; hd < result.heads; ++hd) options.push(h('option', { value: `${l},${hd}`, text: headName(l, hd) }));
+      }
+      const select = h('select', {
+        'aria-label': `Head for panel ${k + 1}`,
+        on: { change: (e) => { this.choice[k] = e.target.value; this.render(this.view); this.updateTools(); } },
+      }, options);
+      const title = h('h3');
+      const ratio = h('b');
+      const chart = new RowChart({ compact: true, digits: 3 });
+      const section = h('section.panel', { dataset: { kind: 'head' } }, title, select, h('div.ratio', {}, 'ratio to uniform ', ratio), chart.el);
+      return { section, select, auto, title, ratio, chart };
+    };
+    const heads = [headPanel(0), headPanel(1)];
+    const ratio = h('b');
+    const chart = new RowChart({ compact: true, digits: 3 });
+    const section = h('section.panel', { dataset: { kind: 'rollout' } },
       h('h3', { text: 'Rollout (all layers, heads averaged)' }),
       h('p.small.muted', { text: 'Each layer\u2019s heads averaged, half weight kept on the token itself for the residual path, multiplied through the layers.' }),
-      h('div.ratio', {}, 'ratio to uniform ', h('b', { text: fmt(r.ratio_to_uniform, 2) })),
-      rowChart({ tokens: result.tokens, roles: result.roles, row: rollout, selected: token, showSpecial: view.showSpecial, compact: true, digits: 3,
-        caption: `\u201c${word}\u201d through attention rollout` })));
-    this.bodyEl.replaceChildren(h('div.panels', {}, panels), barLegend(rollout, 1, 'weight (each panel scaled to its own largest weight)'));
+      h('div.ratio', {}, 'ratio to uniform ', ratio),
+      chart.el);
+    this.bodyEl.replaceChildren(h('div.panels', {}, heads.map((p) => p.section), section),
+      barLegend({ length: result.n }, 1, 'weight (each panel scaled to its own largest weight)'));
+    this._built = { result, showSpecial, heads, rollout: { section, ratio, chart } };
   }
 
   snippetAttributes(view) {

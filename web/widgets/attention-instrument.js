@@ -3,11 +3,12 @@
 // of that head over the sentence), and the selected token's attention row as labelled bars
 // with its sum, the uniform share, the ratio to uniform and the entropy.
 import { AttentionFigure, define } from './base.js';
-import { css, paintCells, weightColour } from './colour.js';
-import { attentionMatrix, attentionRow, isSpecial, rowStat } from '../engine/result.js';
+import { css, paintWeights, weightColour } from './colour.js';
+import { attentionMatrix, attentionRow, rowStat } from '../engine/result.js';
 import { headsForToken } from './data.js';
-import { fmt, h, headName, headShort } from './dom.js';
-import { barLegend, barScale, rowChart, selectedRowPanels, specialShare } from './bars.js';
+import { fmt, h, headName, headShort, setText } from './dom.js';
+import { barLegend, barScale, RowChart, selectedRowPanels, specialShare } from './bars.js';
+import { TokenChips } from './controls.js';
 import { PRESETS } from '../state.js';
 
 const INPUT_DELAY_MS = 300;
@@ -52,18 +53,21 @@ class AttentionInstrument extends AttentionFigure {
   constructor() {
     super();
     this._timer = 0;
-    this._built = null;  // {result, showSpecial} the chips and heatmaps were drawn for
+    this._built = null;  // the result the heatmaps were drawn for
+    this._shown = {};    // what update() last drew: {result, token, layer, head, showSpecial}
+    this._asked = null;  // a sentence committed whose analysis has not arrived yet
   }
 
   render(view) {
+    this._asked = null;
     if (!this.hasResult(view)) {
       this._built = null;
       this._frame = false;
+      this._shown = {};
       return;
     }
-    if (!this._built || this._built.result !== view.result || this._built.showSpecial !== view.showSpecial) {
-      this.build(view);
-    }
+    this.frame(view);
+    if (this._built !== view.result) this.build(view);
     this.update(view);
   }
 
@@ -85,126 +89,153 @@ class AttentionInstrument extends AttentionFigure {
       PRESETS.map((text) => h('button', { type: 'button', title: text, text, on: { click: () => { input.value = text; this.commitSentence(); } } })));
     this.inputError = h('div.input-error', { role: 'alert' });
     this.specialBox = h('input', { type: 'checkbox', checked: view.showSpecial, on: { change: (e) => this.select({ showSpecial: e.target.checked }) } });
-    this.tokensSlot = h('div.tokens', { role: 'group', 'aria-label': 'Tokens of the sentence, grouped by word. Arrow keys move between them.' });
+    this.chipList = new TokenChips({
+      label: 'Tokens of the sentence, grouped by word. Arrow keys move between them.',
+      grouped: true, roving: true,
+      onSelect: (patch) => this.select(patch),
+      onKey: (event, i) => this.onChipKey(event, i),
+    });
     this.pickerSlot = h('div.picker', { role: 'group', 'aria-label': 'Layer and head. Arrow keys move between them.' });
+    this.pickerSlot.addEventListener('click', (event) => {
+      const cell = event.target.closest?.('button.cell');
+      if (cell) this.select({ layer: Number(cell.dataset.layer), head: Number(cell.dataset.head) });
+    });
+    this.pickerSlot.addEventListener('keydown', (event) => {
+      const cell = event.target.closest?.('button.cell');
+      if (cell) this.onCellKey(event, Number(cell.dataset.layer), Number(cell.dataset.head));
+    });
     const scale = h('div.scale', {
       'aria-hidden': 'true',
       style: { background: `linear-gradient(to right, ${[0, 0.05, 0.15, 0.3, 0.5, 0.75, 1].map((w) => css(weightColour(w))).join(', ')})` },
     });
-    this.rowSlot = h('div.row');
-    this.factsSlot = h('div.facts', { 'aria-live': 'polite' });
+    this.chart = new RowChart();
+    this.legendSlot = h('div');
+    this.facts = {
+      sum: h('b.row-sum'), max: h('b'), argmax: document.createTextNode(''), ratio: h('b.ratio'), entropy: h('b'), ceiling: document.createTextNode(''),
+      hidden: h('span.muted'),
+    };
+    const f = this.facts;
+    this.factsSlot = h('div.facts', { 'aria-live': 'polite' },
+      h('span', {}, 'Row sum ', f.sum),
+      h('span', {}, 'largest ', f.max, f.argmax),
+      h('span', {}, 'ratio to uniform ', f.ratio),
+      h('span', {}, 'entropy ', f.entropy, f.ceiling),
+      f.hidden);
+    // Every head's reading of the token, as a table: filled when it is open.
     this.tableSlot = h('div.table-scroll');
+    this.tableDetails = h('details.data', { on: { toggle: () => this.fillTable() } },
+      h('summary', { text: 'Every head\u2019s reading of this token, as a table' }), this.tableSlot);
     this.sentenceControls.append(presets);
     this.bodyEl.replaceChildren(
-      this.sentenceControls, this.inputError, h('label.options', {}, this.specialBox, ' Show [CLS] and [SEP]'), this.tokensSlot,
+      this.sentenceControls, this.inputError, h('label.options', {}, this.specialBox, ' Show [CLS] and [SEP]'), this.chipList.scroller,
       h('div.grid', {},
         h('div', {},
           h('div.picker-title', { text: 'Layer \u00d7 head: each square is that head\u2019s whole attention matrix for this sentence (rows: tokens reading, columns: tokens read). The outlined strip is the selected token\u2019s row.' }),
           this.pickerSlot,
           scale,
           h('div.legend', { 'aria-hidden': 'true' }, h('span', { text: 'colour: weight from 0 (dark) to 1 (yellow), square-root scale' }))),
-        h('div', {}, this.rowSlot, this.factsSlot)),
-      h('details.data', {}, h('summary', { text: 'Every head\u2019s reading of this token, as a table' }), this.tableSlot));
+        h('div', {}, this.chart.el, this.legendSlot, this.factsSlot)),
+      this.tableDetails);
     this._frame = true;
+    this._shown = {};
   }
 
-  // The parts drawn once per sentence: the token chips and the 16 heatmaps.
+  // The parts drawn once per sentence: the 16 heatmaps (the chips and the chart's rows are
+  // built by their own components when the sentence changes).
   build(view) {
     const { result } = view;
-    this.frame(view);
-    this._built = { result, showSpecial: view.showSpecial };
-    this.specialBox.checked = view.showSpecial;
-    this.chips = [];
-    const words = [];
-    let group = null;
-    let groupWord = null;
-    result.tokens.forEach((token, i) => {
-      const special = isSpecial(result.roles, i);
-      const chip = h(`button.chip${special ? '.special' : ''}`, {
-        type: 'button', tabindex: '-1', 'aria-pressed': 'false', dataset: { token: String(i) },
-        hidden: special && !view.showSpecial, text: token.text,
-        on: { click: () => this.select({ token: i }), keydown: (e) => this.onChipKey(e, i) },
-      });
-      this.chips.push(chip);
-      if (!group || token.word < 0 || token.word !== groupWord) {
-        group = h('span.word', { role: 'presentation', hidden: special && !view.showSpecial });
-        groupWord = token.word;
-        words.push(group);
-      }
-      group.append(chip);
-      if (group.children.length > 1) group.classList.add('multi');
-    });
-    this.tokensSlot.replaceChildren(...words);
-
+    this._built = result;
+    this._shown = {};
     this.cells = [];
     const picker = this.pickerSlot;
     picker.style.setProperty('--heads', String(result.heads));
-    picker.replaceChildren(h('span'));
-    for (let head = 0; head < result.heads; ++head) picker.append(h('span.axis', { text: `H${head + 1}`, 'aria-hidden': 'true' }));
+    const children = [h('span')];
+    for (let head = 0; head < result.heads; ++head) children.push(h('span.axis', { text: `H${head + 1}`, 'aria-hidden': 'true' }));
     for (let layer = 0; layer < result.layers; ++layer) {
-      picker.append(h('span.axis', { text: `L${layer + 1}`, 'aria-hidden': 'true' }));
+      children.push(h('span.axis', { text: `L${layer + 1}`, 'aria-hidden': 'true' }));
       for (let head = 0; head < result.heads; ++head) {
         const canvas = h('canvas', { 'aria-hidden': 'true' });
-        const matrix = attentionMatrix(result, layer, head);
-        paintCells(canvas, result.n, result.n, (i, j) => weightColour(matrix[i * result.n + j]));
-        const marker = h('div.marker', { 'aria-hidden': 'true' });
+        paintWeights(canvas, result.n, result.n, attentionMatrix(result, layer, head));
+        const marker = h('div.marker', { 'aria-hidden': 'true', style: { height: `calc((100% - 4px) / ${result.n})` } });
         const cell = h('button.cell', {
           type: 'button', tabindex: '-1', 'aria-pressed': 'false', dataset: { layer: String(layer), head: String(head) },
-          on: { click: () => this.select({ layer, head }), keydown: (e) => this.onCellKey(e, layer, head) },
         }, canvas, marker);
         this.cells.push({ cell, marker, layer, head });
-        picker.append(cell);
+        children.push(cell);
       }
     }
+    picker.replaceChildren(...children);
   }
 
+  // What a selection changes: the pressed chip and head, the markers, the row's bars and facts.
   update(view) {
-    const { result, token, layer, head } = view;
-    const focusInChips = this.chips.includes(this.shadowRoot.activeElement);
-    const focusInPicker = this.cells.some((c) => c.cell === this.shadowRoot.activeElement);
-    if (this.input && this.shadowRoot.activeElement !== this.input && this.input.value !== view.sentence && view.sentence !== undefined) {
+    const { result, token, layer, head, showSpecial } = view;
+    const shown = this._shown;
+    const active = this.shadowRoot.activeElement;
+    const focusInChips = this.chipList.chips.includes(active);
+    const focusInPicker = this.cells.some((c) => c.cell === active);
+    if (this.input && active !== this.input && this.input.value !== view.sentence && view.sentence !== undefined) {
       this.input.value = view.sentence;
     }
-    this.inputError.textContent = view.inputError ?? '';
+    setText(this.inputError, view.inputError ?? '');
     this.sentenceControls.disabled = this.isExample(view);
-    this.chips.forEach((chip, i) => {
-      chip.setAttribute('aria-pressed', String(i === token));
-      chip.tabIndex = i === token ? 0 : -1;
-    });
-    for (const { cell, marker, layer: l, head: hd } of this.cells) {
-      const on = l === layer && hd === head;
-      cell.setAttribute('aria-pressed', String(on));
-      cell.tabIndex = on ? 0 : -1;
-      const s = rowStat(result, l, hd, token);
-      cell.setAttribute('aria-label', `${headName(l, hd)}: ratio to uniform ${fmt(s.ratio_to_uniform, 2)} for ${result.tokens[token].text}`);
-      marker.style.top = `calc(2px + (100% - 4px) * ${token / result.n})`;
-      marker.style.height = `calc((100% - 4px) / ${result.n})`;
+    this.specialBox.checked = showSpecial;
+    this.chipList.update(result, token, showSpecial);
+    const tokenChanged = shown.token !== token || shown.result !== result;
+    const headChanged = shown.layer !== layer || shown.head !== head || shown.result !== result;
+    for (const c of this.cells) {
+      const on = c.layer === layer && c.head === head;
+      if (headChanged && (on || (c.layer === shown.layer && c.head === shown.head))) {
+        c.cell.setAttribute('aria-pressed', String(on));
+        c.cell.tabIndex = on ? 0 : -1;
+      }
+      if (tokenChanged) {
+        const s = rowStat(result, c.layer, c.head, token);
+        c.cell.setAttribute('aria-label', `${headName(c.layer, c.head)}: ratio to uniform ${fmt(s.ratio_to_uniform, 2)} for ${result.tokens[token].text}`);
+        c.marker.style.top = `calc(2px + (100% - 4px) * ${token / result.n})`;
+      }
     }
-    if (focusInChips) this.chips[token].focus();
-    if (focusInPicker) this.cells.find((c) => c.layer === layer && c.head === head)?.cell.focus();
+    if (focusInChips && active !== this.chipList.chips[token]) this.chipList.chips[token].focus();
+    if (focusInPicker) {
+      const cell = this.cells.find((c) => c.layer === layer && c.head === head)?.cell;
+      if (cell && active !== cell) cell.focus();
+    }
 
     const row = attentionRow(result, layer, head, token);
     const s = rowStat(result, layer, head, token);
     const word = result.tokens[token].text;
     const scaleMax = barScale(row);
-    const chart = rowChart({
-      tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial: view.showSpecial, scaleMax,
+    this.chart.update({
+      tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial, scaleMax,
       caption: `How \u201c${word}\u201d (token ${token + 1} of ${result.n}) reads the sentence in ${headName(layer, head)}: its attention row.`,
     });
-    chart.dataset.layer = String(layer);
-    chart.dataset.head = String(head);
-    chart.dataset.token = String(token);
-    chart.dataset.sentence = result.text;
-    this.rowSlot.replaceChildren(chart, barLegend(row, scaleMax));
-    const hiddenShare = view.showSpecial ? null : specialShare(row, result.roles);
-    this.factsSlot.replaceChildren(...[
-      h('span', {}, 'Row sum ', h('b.row-sum', { text: fmt(s.sum, 6) })),
-      h('span', {}, 'largest ', h('b', { text: fmt(s.max, 4) }), ` on \u201c${result.tokens[s.argmax].text}\u201d`),
-      h('span', {}, 'ratio to uniform ', h('b.ratio', { text: fmt(s.ratio_to_uniform, 2) })),
-      h('span', {}, 'entropy ', h('b', { text: fmt(s.entropy, 3) }), ` nats of at most ln ${result.n} = ${fmt(Math.log(result.n), 3)}`),
-      hiddenShare === null ? null : h('span.muted', { text: `[CLS] and [SEP] are hidden; they hold ${fmt(hiddenShare, 4)} of this row, and the sum counts them.` }),
-    ].filter(Boolean));
+    const ds = this.chart.table.dataset;
+    ds.layer = String(layer);
+    ds.head = String(head);
+    ds.token = String(token);
+    ds.sentence = result.text;
+    if (shown.scaleMax !== scaleMax || shown.n !== result.n) this.legendSlot.replaceChildren(barLegend(row, scaleMax));
+    const f = this.facts;
+    setText(f.sum, fmt(s.sum, 6));
+    setText(f.max, fmt(s.max, 4));
+    f.argmax.nodeValue = ` on \u201c${result.tokens[s.argmax].text}\u201d`;
+    setText(f.ratio, fmt(s.ratio_to_uniform, 2));
+    setText(f.entropy, fmt(s.entropy, 3));
+    f.ceiling.nodeValue = ` nats of at most ln ${result.n} = ${fmt(Math.log(result.n), 3)}`;
+    f.hidden.hidden = showSpecial;
+    if (!showSpecial) setText(f.hidden, `[CLS] and [SEP] are hidden; they hold ${fmt(specialShare(row, result.roles), 4)} of this row, and the sum counts them.`);
+    this._shown = { result, token, layer, head, showSpecial, scaleMax, n: result.n };
+    this._tableFor = null;
+    this.fillTable();
+  }
 
+  // The table of every head for the selected token, drawn only while it is open.
+  fillTable() {
+    const view = this.view;
+    if (!this.tableDetails.open || !view?.result || this._tableFor === this._shown) return;
+    this._tableFor = this._shown;
+    const { result, token } = view;
+    const word = result.tokens[token].text;
     const heads = headsForToken(result, token);
     this.tableSlot.replaceChildren(h('table.values', {},
       h('caption.visually-hidden', { text: `The row of \u201c${word}\u201d in each of the ${heads.length} heads` }),
@@ -234,16 +265,21 @@ class AttentionInstrument extends AttentionFigure {
   commitSentence(transient = false) {
     clearTimeout(this._timer);
     const sentence = this.input.value;
-    if (sentence !== this.view?.sentence) this.select({ sentence, token: -1, transient });
+    // A sentence already asked for (its analysis still running) is not asked for again.
+    if (sentence !== (this._asked ?? this.view?.sentence)) {
+      this._asked = sentence;
+      this.select({ sentence, token: -1, transient });
+    }
   }
 
   onChipKey(event, i) {
-    const visible = this.chips.map((c, k) => (c.hidden ? -1 : k)).filter((k) => k >= 0);
+    const chips = this.chipList.chips;
+    const visible = chips.map((c, k) => (c.hidden ? -1 : k)).filter((k) => k >= 0);
     const at = visible.indexOf(i);
     const target = { ArrowLeft: visible[at - 1], ArrowRight: visible[at + 1], ArrowUp: visible[at - 1], ArrowDown: visible[at + 1], Home: visible[0], End: visible[visible.length - 1] }[event.key];
     if (event.key in { ArrowLeft: 1, ArrowRight: 1, ArrowUp: 1, ArrowDown: 1, Home: 1, End: 1 }) event.preventDefault();
     if (target !== undefined) {
-      this.chips[target].focus();
+      chips[target].focus();
       this.select({ token: target });
     }
   }

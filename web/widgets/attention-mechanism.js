@@ -5,7 +5,8 @@
 import { AttentionFigure, define } from './base.js';
 import { paintCells, prefersDark, signedColour } from './colour.js';
 import { mechanism } from './data.js';
-import { fmt, h, headName } from './dom.js';
+import { fmt, h, headName, setText } from './dom.js';
+import { revealRow } from './bars.js';
 
 const PREVIEW = 4;  // leading components printed before the ellipsis
 
@@ -14,18 +15,21 @@ function preview(vector, digits = 2) {
   return `[${shown.join(', ')}, \u2026, ${fmt(vector[vector.length - 1], digits)}]`;
 }
 
+// Text that reads the same is not written again (each write is laid out and shaped).
+function setNode(node, text) {
+  if (node.nodeValue !== text) node.nodeValue = text;
+}
+
 function absMax(vector) {
   let m = 1e-9;
   for (const v of vector) m = Math.max(m, Math.abs(v));
   return m;
 }
 
-function strip(vector, rows, dark, label) {
+function paintStrip(canvas, vector, rows, dark) {
   const cols = vector.length / rows;
   const limit = absMax(vector);
-  const canvas = h('canvas.strip', { role: 'img', 'aria-label': label, style: { 'aspect-ratio': `${cols} / ${rows * 3}` } });
   paintCells(canvas, rows, cols, (r, c) => signedColour(vector[r * cols + c], limit, dark));
-  return canvas;
 }
 
 class AttentionMechanism extends AttentionFigure {
@@ -45,7 +49,11 @@ class AttentionMechanism extends AttentionFigure {
   .split .lab.on { color: var(--attn-fg); font-weight: 700; }
   .split canvas.on { outline: 2px solid var(--attn-bar); outline-offset: 1px; }
   .vec { font-size: 0.85em; overflow-wrap: anywhere; }
-  table.values td.key canvas { display: block; width: 100%; min-width: 5em; height: 0.9em; image-rendering: pixelated; }
+  /* Every key of the head in one canvas (a row of pixels per token) in one cell spanning the
+     rows: one picture to paint and to composite, not one per token. */
+  table.values.mechanism { width: 100%; }
+  table.values td.key { position: relative; min-width: 5em; width: 30%; padding: 0; }
+  table.values td.key canvas { position: absolute; inset: 0.3em 0.6em; width: calc(100% - 1.2em); height: calc(100% - 0.6em); image-rendering: pixelated; }
   table.values .key-col { display: none; }
   @container (min-width: 560px) { table.values .key-col { display: table-cell; } }
   table.values td.wbar { min-width: 2.5em; width: 30%; }
@@ -54,7 +62,10 @@ class AttentionMechanism extends AttentionFigure {
     table.values th, table.values td { padding: 0.12em 0.25em; }
     table.values td.wbar { min-width: 1.2em; }
   }
-  table.values td.wbar div { height: 0.8em; background: var(--attn-bar); border-radius: 0 2px 2px 0; }
+  table.values td.wbar div { height: 0.8em; background: var(--attn-bar); border-radius: 0 2px 2px 0; transform-origin: left center; }
+  /* Numbers in boxes of fixed size (size and layout containment) and bars scaled: a new row of numbers
+     lays out those boxes, not the table. */
+  table.values span.n { display: inline-block; contain: size layout style; width: 7.5ch; height: 1.3em; line-height: 1.3em; vertical-align: middle; text-align: right; }
   table.values tr.top td, table.values tr.top th { font-weight: 700; }
   table.values tfoot td, table.values tfoot th { border-bottom: none; font-weight: 650; }
   .check { font-size: 0.86em; color: var(--attn-muted); }
@@ -64,73 +75,122 @@ class AttentionMechanism extends AttentionFigure {
 
   static needsVectors = true;
 
+  // The steps and the table's rows are built once per sentence; a new token or head rewrites
+  // their numbers in place (the keys' colour strips change only with the layer and head).
   render(view) {
-    if (!this.hasResult(view)) return;
+    if (!this.hasResult(view)) {
+      this._built = null;
+      return;
+    }
     const { result, token, layer, head } = view;
     const m = mechanism(result, layer, head, token);
     if (!m) {
+      this._built = null;
       this.bodyEl.replaceChildren(h('div.placeholder', { style: { 'min-height': AttentionMechanism.placeholderHeight } },
         h('p', { text: 'The example holds the vectors of its opening selection only. Open the instrument to take this row apart.' })));
       return;
     }
     const dark = prefersDark();
+    if (!this._built || this._built.result !== result || this._built.dark !== dark) this.build(result, m, dark);
+    const b = this._built;
     const word = result.tokens[token].text;
     const heads = result.heads;
     let top = 0;
     for (let j = 1; j < result.n; ++j) if (m.weights[j] > m.weights[top]) top = j;
     const dotTerms = Array.from(m.qHead.subarray(0, 3), (q, c) => `(${fmt(q, 2)})(${fmt(m.keys[top][c], 2)})`).join(' + ');
 
-    const splitRows = [];
-    for (let k = 0; k < heads; ++k) {
+    setText(b.xTitle, `The vector of \u201c${word}\u201d entering layer ${layer + 1}: ${m.d} numbers`);
+    paintStrip(b.xStrip, m.x, 1, dark);
+    b.xStrip.setAttribute('aria-label', `${m.d} numbers, from ${fmt(Math.min(...m.x), 2)} to ${fmt(Math.max(...m.x), 2)}`);
+    setText(b.xText, `x = ${preview(m.x)}`);
+    setText(b.qTitle, `Its query, q = W_Q x + b_Q: ${m.d} numbers, read as ${heads} heads of ${m.dHead}`);
+    b.split.forEach(({ label, canvas }, k) => {
       const on = k === head;
-      const slice = m.q.subarray(k * m.dHead, (k + 1) * m.dHead);
-      splitRows.push(h(`span.lab${on ? '.on' : ''}`, { text: `head ${k + 1}` }));
-      const canvas = strip(slice, 1, dark, `head ${k + 1}: ${m.dHead} numbers`);
-      if (on) canvas.classList.add('on');
-      splitRows.push(canvas);
-    }
-
-    const rows = result.tokens.map((t, j) => {
-      const keyStrip = h('canvas', { 'aria-hidden': 'true' });
-      paintCells(keyStrip, 1, m.dHead, (r, c) => signedColour(m.keys[j][c], absMax(m.keys[j]), dark));
-      return h(`tr${j === top ? '.top' : ''}`, { dataset: { token: String(j), weight: String(m.weights[j]) } },
-        h('th', { scope: 'row', text: t.text }),
-        h('td.key.key-col', {}, keyStrip),
-        h('td', { text: fmt(m.dots[j], 2) }),
-        h('td', { text: fmt(m.scores[j], 3) }),
-        h('td', { text: fmt(m.weights[j], 4) }),
-        h('td.wbar', { 'aria-hidden': 'true' }, h('div', { style: { width: `${100 * m.weights[j]}%` } })));
+      label.classList.toggle('on', on);
+      canvas.classList.toggle('on', on);
+      paintStrip(canvas, m.q.subarray(k * m.dHead, (k + 1) * m.dHead), 1, dark);
     });
-    const total = m.weights.reduce((a, b) => a + b, 0);
+    setText(b.qText, `q for head ${head + 1} = ${preview(m.qHead)}`);
+    setText(b.kTitle, `Every token\u2019s key in head ${head + 1} (${m.dHead} numbers each), one dot product per key, divided by \u221a${m.dHead} = ${fmt(m.scale, 0)}, then a softmax`);
+    setText(b.kText, `q \u00b7 k(\u201c${result.tokens[top].text}\u201d) = ${dotTerms} + \u2026 (${m.dHead} products) = ${fmt(m.dots[top], 3)}`);
+    setText(b.caption, `Scores and weights of \u201c${word}\u201d in ${headName(layer, head)}`);
+    setText(b.scaleHead, `\u00f7 ${fmt(m.scale, 0)}`);
+    setText(b.keyHead, `k (${m.dHead})`);
+    const keysChanged = b.keysFor !== `${layer},${head}`;
+    b.keysFor = `${layer},${head}`;
+    if (keysChanged) {
+      const limits = m.keys.map(absMax);
+      paintCells(b.keys, result.n, m.dHead, (j, c) => signedColour(m.keys[j][c], limits[j], dark));
+    }
+    b.rows.forEach((r, j) => {
+      r.tr.dataset.weight = String(m.weights[j]);
+      setNode(r.dot, fmt(m.dots[j], 2));
+      setNode(r.score, fmt(m.scores[j], 3));
+      setNode(r.weight, fmt(m.weights[j], 4));
+      r.bar.style.transform = `scaleX(${m.weights[j]})`;
+    });
+    if (b.top !== top) {
+      b.rows[b.top]?.tr.classList.remove('top');
+      b.rows[top].tr.classList.add('top');
+      b.top = top;
+    }
+    if (b.selected !== token) {
+      b.selected = token;
+      revealRow(b.scroller, b.rows[token].tr);
+    }
+    setText(b.total, fmt(m.weights.reduce((a, x) => a + x, 0), 6));
+    setText(b.check, `Recomputed here in JavaScript from q and k; the largest difference from the engine\u2019s row is ${m.maxDifference.toExponential(1)}. Without the division by ${fmt(m.scale, 0)} the largest weight would be ${fmt(Math.max(...m.unscaled), 3)} instead of ${fmt(m.weights[top], 3)}.`);
+  }
 
+  build(result, m, dark) {
+    const xStrip = h('canvas.strip', { role: 'img', style: { 'aspect-ratio': `${m.d} / 3` } });
+    const split = [];
+    const splitCells = [];
+    for (let k = 0; k < result.heads; ++k) {
+      const label = h('span.lab', { text: `head ${k + 1}` });
+      const canvas = h('canvas.strip', { role: 'img', 'aria-label': `head ${k + 1}: ${m.dHead} numbers`, style: { 'aspect-ratio': `${m.dHead} / 3` } });
+      split.push({ label, canvas });
+      splitCells.push(label, canvas);
+    }
+    const keys = h('canvas', { 'aria-hidden': 'true' });
+    // One row made once and cloned for every token.
+    const template = h('tr', {},
+      h('th', { scope: 'row' }),
+      h('td', {}, h('span.n', {}, '')), h('td', {}, h('span.n', {}, '')), h('td', {}, h('span.n', {}, '')),
+      h('td.wbar', { 'aria-hidden': 'true' }, h('div')));
+    const rows = result.tokens.map((t, j) => {
+      const tr = template.cloneNode(true);
+      const [th, dotCell, scoreCell, weightCell, barCell] = tr.children;
+      tr.dataset.token = String(j);
+      th.textContent = t.text;
+      if (j === 0) tr.insertBefore(h('td.key.key-col', { rowspan: String(result.n) }, keys), dotCell);
+      return { tr, dot: dotCell.firstChild.firstChild, score: scoreCell.firstChild.firstChild, weight: weightCell.firstChild.firstChild, bar: barCell.firstChild };
+    });
+    const b = {
+      result, dark, rows, keys, split, xStrip, top: -1, selected: -1, keysFor: '',
+      xTitle: h('div.step-title'), xText: h('div.vec.mono'), qTitle: h('div.step-title'), qText: h('div.vec.mono'),
+      kTitle: h('div.step-title'), kText: h('div.vec.mono'), caption: h('caption.visually-hidden'),
+      keyHead: h('th.key-col', { scope: 'col' }), scaleHead: h('th', { scope: 'col' }), total: h('td'), check: h('p.check'),
+    };
+    b.scroller = h('div.table-scroll.bounded', {}, h('table.values.mechanism', {},
+      b.caption,
+      h('thead', {}, h('tr', {},
+        h('th', { scope: 'col', text: 'key' }),
+        b.keyHead,
+        h('th', { scope: 'col', text: 'q \u00b7 k' }),
+        b.scaleHead,
+        h('th', { scope: 'col', text: 'softmax' }),
+        h('th', { scope: 'col' }, h('span.visually-hidden', { text: 'bar' })))),
+      h('tbody', {}, rows.map((r) => r.tr)),
+      h('tfoot', {}, h('tr', {},
+        h('th', { scope: 'row', text: 'sum' }), h('td.key-col'), h('td'), h('td'),
+        b.total, h('td')))));
     this.bodyEl.replaceChildren(h('ol.steps', {},
-      h('li', {},
-        h('div.step-title', { text: `The vector of \u201c${word}\u201d entering layer ${layer + 1}: ${m.d} numbers` }),
-        strip(m.x, 1, dark, `${m.d} numbers, from ${fmt(Math.min(...m.x), 2)} to ${fmt(Math.max(...m.x), 2)}`),
-        h('div.vec.mono', { text: `x = ${preview(m.x)}` })),
-      h('li', {},
-        h('div.step-title', { text: `Its query, q = W_Q x + b_Q: ${m.d} numbers, read as ${heads} heads of ${m.dHead}` }),
-        h('div.split', {}, splitRows),
-        h('div.vec.mono', { text: `q for head ${head + 1} = ${preview(m.qHead)}` })),
-      h('li', {},
-        h('div.step-title', { text: `Every token\u2019s key in head ${head + 1} (${m.dHead} numbers each), one dot product per key, divided by \u221a${m.dHead} = ${fmt(m.scale, 0)}, then a softmax` }),
-        h('div.vec.mono', { text: `q \u00b7 k(\u201c${result.tokens[top].text}\u201d) = ${dotTerms} + \u2026 (${m.dHead} products) = ${fmt(m.dots[top], 3)}` }),
-        h('div.table-scroll', {}, h('table.values.mechanism', {},
-          h('caption.visually-hidden', { text: `Scores and weights of \u201c${word}\u201d in ${headName(layer, head)}` }),
-          h('thead', {}, h('tr', {},
-            h('th', { scope: 'col', text: 'key' }),
-            h('th.key-col', { scope: 'col', text: `k (${m.dHead})` }),
-            h('th', { scope: 'col', text: 'q \u00b7 k' }),
-            h('th', { scope: 'col', text: `\u00f7 ${fmt(m.scale, 0)}` }),
-            h('th', { scope: 'col', text: 'softmax' }),
-            h('th', { scope: 'col' }, h('span.visually-hidden', { text: 'bar' })))),
-          h('tbody', {}, rows),
-          h('tfoot', {}, h('tr', {},
-            h('th', { scope: 'row', text: 'sum' }), h('td.key-col'), h('td'), h('td'),
-            h('td', { text: fmt(total, 6) }), h('td')))))),
-      h('li', {},
-        h('div.step-title', { text: 'The result is the row the instrument shows' }),
-        h('p.check', { text: `Recomputed here in JavaScript from q and k; the largest difference from the engine\u2019s row is ${m.maxDifference.toExponential(1)}. Without the division by ${fmt(m.scale, 0)} the largest weight would be ${fmt(Math.max(...m.unscaled), 3)} instead of ${fmt(m.weights[top], 3)}.` }))));
+      h('li', {}, b.xTitle, xStrip, b.xText),
+      h('li', {}, b.qTitle, h('div.split', {}, splitCells), b.qText),
+      h('li', {}, b.kTitle, b.kText, b.scroller),
+      h('li', {}, h('div.step-title', { text: 'The result is the row the instrument shows' }), b.check)));
+    this._built = b;
   }
 
   static frameHeight = 900;

@@ -5,13 +5,13 @@
 // plan (int8, one scale per tensor) in the compact file's place. The f32 and naive files are
 // large, so they download only when the reader asks; the manifest names them:
 //   manifest.precision = {reference, shipped, naive, bar}  (scripts/site/build_site.mjs)
-import { currentEngine, DEFAULT_MANIFEST_URL, getSideEngine, loadManifest } from '../engine/engine.js';
-import { ATTRIBUTES, AttentionFigure, define } from './base.js';
+import { currentEngine, DEFAULT_MANIFEST_URL, getSideEngine, isSuperseded, loadManifest } from '../engine/engine.js';
+import { ATTRIBUTES, AttentionFigure, define, Latest } from './base.js';
 import { isSpecial } from '../engine/result.js';
 import { attentionDifference } from './data.js';
-import { fmt, h, headName, megabytes } from './dom.js';
-import { barScale, rowPanel } from './bars.js';
-import { CONTROLS_CSS, headMenu, tokenChips } from './controls.js';
+import { fmt, h, headName, megabytes, setText } from './dom.js';
+import { barScale, revealRow, rowPanel } from './bars.js';
+import { CONTROLS_CSS, HeadMenu, TokenChips } from './controls.js';
 
 export const PLANS = Object.freeze(['shipped', 'naive']);
 const DEFAULT_BAR = 1e-3;
@@ -80,6 +80,8 @@ class AttentionPrecision extends AttentionFigure {
     this.plan = 'shipped';
     // The comparison's own state: 'idle' until the reader asks, then 'loading', 'ready' or 'error'.
     this.compare = { state: 'idle', manifest: null, progress: {}, engines: null, error: null };
+    this._compareLatest = new Latest();
+    this._table = null;
   }
 
   attributeChangedCallback(name, old, value) {
@@ -160,18 +162,30 @@ class AttentionPrecision extends AttentionFigure {
     const c = this.compare;
     const sentence = view.result?.text ?? view.sentence;
     if (c.state !== 'ready' || !sentence) {
+      this._table = null;
       this.renderIntro(view);
       return;
     }
-    let reference;
-    let other;
-    try {
-      reference = c.engines.reference.analyze(sentence);
-      other = c.engines[this.plan].analyze(sentence);
-    } catch (error) {
-      this.bodyEl.replaceChildren(h('div.placeholder', {}, h('p', { text: `This sentence could not be compared: ${error.message}` })));
+    // Both analyses run in the engine's worker; until they are here the figure keeps what it
+    // showed, and only the newest request is drawn.
+    const refEngine = c.engines.reference;
+    const planEngine = c.engines[this.plan];
+    const reference = refEngine.peek(sentence);
+    const other = planEngine.peek(sentence);
+    if (!reference || !other) {
+      const token = this._compareLatest.next();
+      const channel = `${this.channel}-precision`;
+      Promise.all([refEngine.analyze(sentence, { channel }), planEngine.analyze(sentence, { channel: `${channel}-plan` })]).then(() => {
+        if (this._compareLatest.current(token)) this.render(this.view);
+      }, (error) => {
+        if (isSuperseded(error) || !this._compareLatest.current(token)) return;
+        this._table = null;
+        this.bodyEl.replaceChildren(h('div.placeholder', {}, h('p', { text: `This sentence could not be compared: ${error.message}` })));
+      });
+      if (!this._table) this.bodyEl.replaceChildren(h('div.placeholder', {}, h('p', { text: 'Comparing the two models\u2019 rows\u2026' })));
       return;
     }
+    this._compareLatest.next();
     const n = reference.n;
     const token = Math.min(view.token ?? 0, n - 1);
     const layer = Math.min(view.layer ?? 0, reference.layers - 1);
@@ -180,67 +194,106 @@ class AttentionPrecision extends AttentionFigure {
     try {
       diff = attentionDifference(reference, other, layer, head, token);
     } catch (error) {
+      this._table = null;
       this.bodyEl.replaceChildren(h('div.placeholder', {}, h('p', { text: error.message })));
       return;
     }
     this._shown = { reference, other, diff, token, layer, head };
+    const showSpecial = view.showSpecial !== false;
+    const t = this._table?.reference === reference && this._table.other === other && this._table.showSpecial === showSpecial
+      ? this._table : this.buildTable(reference, other, showSpecial);
     const bar = c.manifest.bar;
-    const entries = c.manifest.entries;
-    const planLabel = (key) => (key === 'shipped'
-      ? `the compact file the page runs on (${megabytes(entries.shipped.bytes)}, ${c.engines.shipped.info.precision})`
-      : `the naive file: int8, one scale per tensor (${megabytes(entries.naive.bytes)})`);
-    const plans = h('fieldset.plans', {},
-      h('legend', { text: `Compare the f32 reference (${megabytes(entries.reference.bytes)}) with` }),
-      PLANS.map((key) => h('label', {},
-        h('input', {
-          type: 'radio', name: 'plan', value: key, checked: key === this.plan, dataset: { plan: key },
-          on: { change: () => { this.plan = key; this.render(this.view); this.updateTools(); } },
-        }),
-        planLabel(key))));
+    const planName = this.plan === 'shipped' ? 'compact' : 'naive';
+    for (const [key, radio] of Object.entries(t.radios)) radio.checked = key === this.plan;
+    t.chips.update(reference, token, showSpecial);
+    t.menu.update(reference, layer, head);
     const word = reference.tokens[token].text;
     const w = diff.where;
-    const planName = this.plan === 'shipped' ? 'compact' : 'naive';
-    const verdict = h('div.verdict', { 'aria-live': 'polite', dataset: { rowMax: String(diff.rowMax), sentenceMax: String(diff.sentenceMax), bar: String(bar), plan: this.plan } },
-      h('span', {}, `Largest difference in this row: `, h('b.row-max', { text: small(diff.rowMax) }), '.'),
+    t.verdict.replaceChildren(
+      h('span', {}, 'Largest difference in this row: ', h('b.row-max', { text: small(diff.rowMax) }), '.'),
       h('span', {}, `Largest over the whole sentence (${reference.layers * reference.heads} heads \u00d7 ${n} rows \u00d7 ${n} weights): `,
         h('b.sentence-max', { text: small(diff.sentenceMax) }),
         `, in ${headName(w.layer, w.head)}, row \u201c${reference.tokens[w.row].text}\u201d, weight on \u201c${reference.tokens[w.column].text}\u201d: `,
         h(`span.${diff.sentenceMax <= bar ? 'within' : 'over'}`, { text: againstBar(diff.sentenceMax, bar) }), '. ',
         w.row === token && w.layer === layer && w.head === head ? null
           : h('button.show-worst', { type: 'button', text: 'Show that row', on: { click: () => this.select({ token: w.row, layer: w.layer, head: w.head }) } })));
+    Object.assign(t.verdict.dataset, { rowMax: String(diff.rowMax), sentenceMax: String(diff.sentenceMax), bar: String(bar), plan: this.plan });
     const scaleMax = Math.max(barScale(diff.reference), barScale(diff.other));
-    const body = h('tbody');
-    for (let j = 0; j < n; ++j) {
-      const special = isSpecial(reference.roles, j);
-      body.append(h('tr', {
-        dataset: { token: String(j), reference: String(diff.reference[j]), other: String(diff.other[j]), difference: String(diff.row[j]) },
-        hidden: special && view.showSpecial === false, class: j === token ? 'selected' : undefined,
-      },
-      h('th', { scope: 'row', class: special ? 'special' : undefined, title: reference.tokens[j].text, text: reference.tokens[j].text }),
-      h('td.track', { 'aria-hidden': 'true' },
-        h('div.bar-ref', { style: { width: `${(100 * diff.reference[j]) / scaleMax}%` } }),
-        h('div.bar-plan', { style: { width: `${(100 * diff.other[j]) / scaleMax}%` } })),
-      h('td.num', { text: fmt(diff.reference[j], 4) }),
-      h('td.num.plan-value', { text: fmt(diff.other[j], 4) }),
-      h(`td.d${diff.row[j] > bar ? '.over' : ''}`, { text: small(diff.row[j]) })));
+    t.rows.forEach((r, j) => {
+      Object.assign(r.tr.dataset, { reference: String(diff.reference[j]), other: String(diff.other[j]), difference: String(diff.row[j]) });
+      r.tr.classList.toggle('selected', j === token);
+      r.ref.style.width = `${(100 * diff.reference[j]) / scaleMax}%`;
+      r.plan.style.width = `${(100 * diff.other[j]) / scaleMax}%`;
+      r.refValue.nodeValue = fmt(diff.reference[j], 4);
+      r.planValue.nodeValue = fmt(diff.other[j], 4);
+      r.d.nodeValue = small(diff.row[j]);
+      r.dCell.classList.toggle('over', diff.row[j] > bar);
+    });
+    if (t.selected !== token) {
+      t.selected = token;
+      revealRow(t.scroller, t.rows[token].tr);
     }
-    const table = h('table.diff', {},
-      h('caption', { text: `\u201c${word}\u201d (token ${token + 1} of ${n}) in ${headName(layer, head)}: f32 against the ${planName} weights.` }),
+    setText(t.caption, `\u201c${word}\u201d (token ${token + 1} of ${n}) in ${headName(layer, head)}: f32 against the ${planName} weights.`);
+    setText(t.planHead, planName);
+    setText(t.legendPlan, `${planName} weights (bars run from 0 to ${fmt(scaleMax, 1)})`);
+    setText(t.legendBar, `differences above ${bar} in bold`);
+    this.updateTools();
+  }
+
+  // The figure's parts for one pair of results: built once, then updated by render().
+  buildTable(reference, other, showSpecial) {
+    const c = this.compare;
+    const entries = c.manifest.entries;
+    const planLabel = (key) => (key === 'shipped'
+      ? `the compact file the page runs on (${megabytes(entries.shipped.bytes)}, ${c.engines.shipped.info.precision})`
+      : `the naive file: int8, one scale per tensor (${megabytes(entries.naive.bytes)})`);
+    const radios = {};
+    const plans = h('fieldset.plans', {},
+      h('legend', { text: `Compare the f32 reference (${megabytes(entries.reference.bytes)}) with` }),
+      PLANS.map((key) => {
+        radios[key] = h('input', {
+          type: 'radio', name: 'plan', value: key, checked: key === this.plan, dataset: { plan: key },
+          on: { change: () => { this.plan = key; this.render(this.view); this.updateTools(); } },
+        });
+        return h('label', {}, radios[key], planLabel(key));
+      }));
+    const rows = reference.tokens.map((tok, j) => {
+      const special = isSpecial(reference.roles, j);
+      const ref = h('div.bar-ref');
+      const plan = h('div.bar-plan');
+      const refValue = document.createTextNode('');
+      const planValue = document.createTextNode('');
+      const d = document.createTextNode('');
+      const dCell = h('td.d', {}, d);
+      const tr = h('tr', { dataset: { token: String(j) }, hidden: special && !showSpecial },
+        h('th', { scope: 'row', class: special ? 'special' : undefined, title: tok.text, text: tok.text }),
+        h('td.track', { 'aria-hidden': 'true' }, ref, plan),
+        h('td.num', {}, refValue),
+        h('td.num.plan-value', {}, planValue),
+        dCell);
+      return { tr, ref, plan, refValue, planValue, d, dCell };
+    });
+    const caption = h('caption');
+    const planHead = h('th.plan-value', { scope: 'col' });
+    const scroller = h('div.rows-scroll', {}, h('table.diff', {},
+      caption,
       h('thead', {}, h('tr', {},
         h('th', { scope: 'col', text: 'Token' }), h('th', { scope: 'col', text: 'Weights' }),
-        h('th', { scope: 'col', text: 'f32' }), h('th.plan-value', { scope: 'col', text: planName }),
+        h('th', { scope: 'col', text: 'f32' }), planHead,
         h('th', { scope: 'col', text: '|difference|' }))),
-      body);
-    this.bodyEl.replaceChildren(
-      plans,
-      tokenChips(reference, token, view.showSpecial !== false, (patch) => this.select(patch), 'Tokens of the sentence: choose whose row to compare'),
-      headMenu(reference, layer, head, (patch) => this.select(patch)),
-      verdict,
-      table,
+      h('tbody', {}, rows.map((r) => r.tr))));
+    const chips = new TokenChips({ label: 'Tokens of the sentence: choose whose row to compare', onSelect: (patch) => this.select(patch) });
+    const menu = new HeadMenu((patch) => this.select(patch));
+    const verdict = h('div.verdict', { 'aria-live': 'polite' });
+    const legendPlan = document.createTextNode('');
+    const legendBar = h('span');
+    this.bodyEl.replaceChildren(plans, chips.scroller, menu.el, verdict, scroller,
       h('div.legend', { 'aria-hidden': 'true' },
         h('span', {}, h('span.swatch-ref'), 'f32 reference'),
-        h('span', {}, h('span.swatch-plan'), `${planName} weights (bars run from 0 to ${fmt(scaleMax, 1)})`),
-        h('span', { text: `differences above ${bar} in bold` })));
+        h('span', {}, h('span.swatch-plan'), legendPlan),
+        legendBar));
+    this._table = { reference, other, showSpecial, radios, rows, caption, planHead, scroller, chips, menu, verdict, legendPlan, legendBar, selected: -1 };
+    return this._table;
   }
 
   // Before the comparison is loaded: what it will download, and the button.

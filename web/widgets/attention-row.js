@@ -4,9 +4,9 @@
 // the ratio to uniform and the entropy.
 import { AttentionFigure, define } from './base.js';
 import { attentionRow, rowStat } from '../engine/result.js';
-import { CONTROLS_CSS, headMenu, tokenChips } from './controls.js';
-import { fmt, h, headName } from './dom.js';
-import { barLegend, barScale, rowChart, selectedRowPanels, specialShare } from './bars.js';
+import { CONTROLS_CSS, HeadMenu, TokenChips } from './controls.js';
+import { fmt, h, headName, setText } from './dom.js';
+import { barLegend, barScale, RowChart, selectedRowPanels, specialShare } from './bars.js';
 
 class AttentionRow extends AttentionFigure {
   static css = CONTROLS_CSS;
@@ -15,29 +15,56 @@ class AttentionRow extends AttentionFigure {
 
   static frameHeight = 640;
 
+  // Built once, then updated in place: a new selection changes the pressed chip, the menu's
+  // value, the bars and the facts; a new sentence rebuilds the chips and the chart's rows.
   render(view) {
-    if (!this.hasResult(view)) return;
-    const { result, token, layer, head } = view;
+    if (!this.hasResult(view)) {
+      this._parts = null;
+      return;
+    }
+    if (!this._parts) {
+      const f = { sum: h('b.row-sum'), ratio: h('b.ratio'), entropy: h('b'), ceiling: document.createTextNode(''), hidden: h('span.muted') };
+      this._parts = {
+        chips: new TokenChips({ label: 'Tokens of the sentence: choose whose row to read', onSelect: (patch) => this.select(patch) }),
+        menu: new HeadMenu((patch) => this.select(patch)),
+        chart: new RowChart(),
+        legend: h('div'),
+        facts: f,
+        scaleMax: null,
+      };
+      const p = this._parts;
+      this.bodyEl.replaceChildren(p.chips.scroller, p.menu.el, p.chart.el, p.legend,
+        h('div.facts', { 'aria-live': 'polite' },
+          h('span', {}, 'Row sum ', f.sum),
+          h('span', {}, 'ratio to uniform ', f.ratio),
+          h('span', {}, 'entropy ', f.entropy, f.ceiling),
+          f.hidden));
+    }
+    const p = this._parts;
+    const { result, token, layer, head, showSpecial } = view;
     const word = result.tokens[token].text;
     const row = attentionRow(result, layer, head, token);
     const s = rowStat(result, layer, head, token);
     const scaleMax = barScale(row);
-    const chart = rowChart({
-      tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial: view.showSpecial, scaleMax,
+    p.chips.update(result, token, showSpecial);
+    p.menu.update(result, layer, head);
+    p.chart.update({
+      tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial, scaleMax,
       caption: `How \u201c${word}\u201d (token ${token + 1} of ${result.n}) reads the sentence in ${headName(layer, head)}.`,
     });
-    Object.assign(chart.dataset, { layer: String(layer), head: String(head), token: String(token), sentence: result.text });
-    const hiddenShare = view.showSpecial ? null : specialShare(row, result.roles);
-    this.bodyEl.replaceChildren(
-      tokenChips(result, token, view.showSpecial, (patch) => this.select(patch), 'Tokens of the sentence: choose whose row to read'),
-      headMenu(result, layer, head, (patch) => this.select(patch)),
-      chart,
-      barLegend(row, scaleMax),
-      h('div.facts', { 'aria-live': 'polite' },
-        h('span', {}, 'Row sum ', h('b.row-sum', { text: fmt(s.sum, 6) })),
-        h('span', {}, 'ratio to uniform ', h('b.ratio', { text: fmt(s.ratio_to_uniform, 2) })),
-        h('span', {}, 'entropy ', h('b', { text: fmt(s.entropy, 3) }), ` of at most ${fmt(Math.log(result.n), 3)} nats`),
-        hiddenShare === null ? null : h('span.muted', { text: `[CLS] and [SEP] hidden; they hold ${fmt(hiddenShare, 4)}.` })));
+    Object.assign(p.chart.table.dataset, { layer: String(layer), head: String(head), token: String(token), sentence: result.text });
+    const legendKey = `${scaleMax}/${result.n}`;
+    if (p.scaleMax !== legendKey) {
+      p.scaleMax = legendKey;
+      p.legend.replaceChildren(barLegend(row, scaleMax));
+    }
+    const f = p.facts;
+    setText(f.sum, fmt(s.sum, 6));
+    setText(f.ratio, fmt(s.ratio_to_uniform, 2));
+    setText(f.entropy, fmt(s.entropy, 3));
+    f.ceiling.nodeValue = ` of at most ${fmt(Math.log(result.n), 3)} nats`;
+    f.hidden.hidden = showSpecial;
+    if (!showSpecial) setText(f.hidden, `[CLS] and [SEP] hidden; they hold ${fmt(specialShare(row, result.roles), 4)}.`);
   }
 
   exportTitle(view) {

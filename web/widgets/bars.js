@@ -1,7 +1,7 @@
 // One attention row as a labelled bar chart that is also a table: each token is a table row
 // with its label, a bar and its value, and the uniform share 1/n is a dashed line through the
 // bars. Every table row carries the full-precision weight in data-value.
-import { fmt, h, headName } from './dom.js';
+import { fmt, h, headName, setText } from './dom.js';
 import { attentionRow, isSpecial, rowStat } from '../engine/result.js';
 
 // The bar scale's top: the row's largest weight (or 1/n) rounded up to a tenth.
@@ -11,30 +11,150 @@ export function barScale(row) {
   return Math.min(1, Math.ceil(max * 10 - 1e-9) / 10) || 0.1;
 }
 
-export function rowChart({ tokens, roles, row, selected = -1, showSpecial = true, caption, compact = false, scaleMax = barScale(row), digits = 4 }) {
-  const n = row.length;
-  const uniformLeft = `${(100 / n) / scaleMax}%`;
-  let top = 0;
-  for (let j = 1; j < n; ++j) if (row[j] > row[top]) top = j;
-  const body = h('tbody');
-  for (let j = 0; j < n; ++j) {
-    const special = isSpecial(roles, j);
-    const tr = h('tr', {
-      dataset: { token: String(j), value: String(row[j]) },
-      hidden: special && !showSpecial,
-      class: [j === selected ? 'selected' : '', j === top ? 'top' : ''].join(' ').trim() || undefined,
-    },
-    h('th', { scope: 'row', class: special ? 'special' : undefined, title: tokens[j].text, text: tokens[j].text }),
-    h('td.track', { 'aria-hidden': 'true' },
-      h('div.bar', { style: { width: `${(100 * row[j]) / scaleMax}%` } }),
-      h('div.uniform', { style: { left: uniformLeft } })),
-    h('td.value', { text: fmt(row[j], digits) }));
-    body.append(tr);
+// One attention row as a chart that stays on screen: the rows (one per token) are built once per
+// sentence, and a new row of weights (another token, another head) changes only the bars'
+// widths, the values and the selected and top marks. Long sentences scroll inside the chart
+// (div.rows-scroll, bounded in height) instead of stretching the page; the selected token's
+// row is scrolled into view there.
+export class RowChart {
+  constructor({ compact = false, digits = 4 } = {}) {
+    this.digits = digits;
+    // The caption changes with every selection: shown above the chart (where it stays in view
+    // while the rows scroll), and kept in the table, out of its layout, for screen readers.
+    this.caption = h('caption.visually-hidden');
+    this.label = h('div.chart-caption', { 'aria-hidden': 'true' });
+    this.body = h('tbody');
+    // The columns' widths are set here: with table-layout: fixed they would otherwise come from
+    // the first row, the visually hidden header's.
+    this.table = h(`table.bars${compact ? '.compact' : ''}`, {},
+      this.caption,
+      h('colgroup', {}, h('col.label'), h('col.track'), h('col.value')),
+      h('thead.visually-hidden', {}, h('tr', {}, h('th', { scope: 'col', text: 'Token' }), h('th', { scope: 'col', text: 'Bar' }), h('th', { scope: 'col', text: 'Weight' }))),
+      this.body);
+    // The uniform share 1/n is one dashed line over every row, placed on the bars' track.
+    this.uniform = h('div.uniform-line', { 'aria-hidden': 'true' });
+    this.scroller = h('div.rows-scroll', {}, h('div.rows-frame', {}, this.table, this.uniform));
+    this.el = h('div.chart', {}, this.label, this.scroller);
+    this.rows = [];
+    this.tokens = null;
+    this.showSpecial = null;
+    this.selected = -1;
+    this.top = -1;
+    this.scaleMax = null;
   }
-  return h(`table.bars${compact ? '.compact' : ''}`, {},
-    caption ? h('caption', { text: caption }) : null,
-    h('thead.visually-hidden', {}, h('tr', {}, h('th', { scope: 'col', text: 'Token' }), h('th', { scope: 'col', text: 'Bar' }), h('th', { scope: 'col', text: 'Weight' }))),
-    body);
+
+  // One row is made once and cloned for every token (cloning is several times faster than
+  // building each row element by element, which a 512-token sentence notices).
+  build(tokens, roles, showSpecial) {
+    this.tokens = tokens;
+    this.showSpecial = showSpecial;
+    const template = h('tr', {},
+      h('th', { scope: 'row' }, h('span')),
+      h('td.track', { 'aria-hidden': 'true' }, h('div.bar')),
+      h('td.value', {}, h('span', {}, '')));
+    const fragment = document.createDocumentFragment();
+    this.rows = tokens.map((token, j) => {
+      const tr = template.cloneNode(true);
+      const [th, track, cell] = tr.children;
+      const special = isSpecial(roles, j);
+      tr.dataset.token = String(j);
+      if (special) {
+        th.className = 'special';
+        if (!showSpecial) tr.hidden = true;
+      }
+      th.title = token.text;
+      th.firstChild.textContent = token.text;
+      fragment.append(tr);
+      return { tr, bar: track.firstChild, value: cell.firstChild.firstChild, weight: NaN };
+    });
+    this.body.replaceChildren(fragment);
+    this.selected = -1;
+    this.top = -1;
+    this.scaleMax = null;
+  }
+
+  update({ tokens, roles, row, selected = -1, showSpecial = true, caption, scaleMax = barScale(row) }) {
+    const rebuilt = this.tokens !== tokens || this.showSpecial !== showSpecial || this.rows.length !== row.length;
+    if (rebuilt) this.build(tokens, roles, showSpecial);
+    setText(this.caption, caption ?? '');
+    setText(this.label, caption ?? '');
+    this.label.hidden = !caption;
+    const n = row.length;
+    if (scaleMax !== this.scaleMax) {
+      this.scaleMax = scaleMax;
+      this.uniform.style.setProperty('--u', String(Math.min(1, 1 / n / scaleMax)));
+      for (const r of this.rows) r.weight = NaN;  // every bar's width is relative to the scale
+    }
+    let top = 0;
+    for (let j = 1; j < n; ++j) if (row[j] > row[top]) top = j;
+    for (let j = 0; j < n; ++j) {
+      const r = this.rows[j];
+      const w = row[j];
+      if (r.weight === w) continue;
+      r.weight = w;
+      r.bar.style.width = `${(100 * w) / scaleMax}%`;
+      // Text that reads the same is not written again (each write is laid out and shaped).
+      const text = fmt(w, this.digits);
+      if (r.value.nodeValue !== text) r.value.nodeValue = text;
+      r.tr.dataset.value = String(w);
+    }
+    if (top !== this.top) {
+      this.rows[this.top]?.tr.classList.remove('top');
+      this.rows[top].tr.classList.add('top');
+      this.top = top;
+    }
+    if (selected !== this.selected) {
+      this.rows[this.selected]?.tr.classList.remove('selected');
+      this.rows[selected]?.tr.classList.add('selected');
+      this.selected = selected;
+      if (selected >= 0) revealRow(this.scroller, this.rows[selected].tr);
+    }
+  }
+}
+
+// Scrolls a bounded chart (not the page) so that row is in view, after the next layout.
+// A figure far off screen (content-visibility: auto, web/css/article.css) is not touched now:
+// reading its layout would lay it out. Its row is revealed when it comes into view.
+const pendingReveal = new WeakMap();  // scroller -> the row to reveal once it is on screen
+let revealObserver = null;
+
+function revealNow(scroller, row) {
+  if (!row.isConnected || scroller.scrollHeight <= scroller.clientHeight + 1) return;
+  const s = scroller.getBoundingClientRect();
+  const r = row.getBoundingClientRect();
+  const head = scroller.querySelector('thead:not(.visually-hidden)')?.getBoundingClientRect().height ?? 0;
+  if (r.top < s.top + head) scroller.scrollTop -= s.top + head - r.top;
+  else if (r.bottom > s.bottom) scroller.scrollTop += r.bottom - s.bottom;
+}
+
+export function revealRow(scroller, row) {
+  requestAnimationFrame(() => {
+    if (!row.isConnected) return;
+    const offScreen = typeof scroller.checkVisibility === 'function' && !scroller.checkVisibility({ contentVisibilityAuto: true });
+    if (!offScreen || typeof IntersectionObserver !== 'function') {
+      pendingReveal.delete(scroller);
+      revealNow(scroller, row);
+      return;
+    }
+    revealObserver ??= new IntersectionObserver((entries) => {
+      for (const entry of entries) {
+        if (!entry.isIntersecting) continue;
+        const pending = pendingReveal.get(entry.target);
+        pendingReveal.delete(entry.target);
+        revealObserver.unobserve(entry.target);
+        if (pending) requestAnimationFrame(() => revealNow(entry.target, pending));
+      }
+    });
+    pendingReveal.set(scroller, row);
+    revealObserver.observe(scroller);
+  });
+}
+
+// The chart of one row as a new table (for callers that draw it once).
+export function rowChart(options) {
+  const chart = new RowChart(options);
+  chart.update(options);
+  return chart.table;
 }
 
 export function barLegend(row, scaleMax = barScale(row), label = `weight (bars run from 0 to ${fmt(scaleMax, 1)})`) {

@@ -7,10 +7,10 @@
 // The article hands every figure the same view. Readers' choices leave a figure as events
 // (bubbling out of the shadow root) so that the page's state decides what happens. Under the
 // body every figure has a toolbar: the code to embed it as it is now, and SVG and PNG downloads.
-import { DEFAULT_MANIFEST_URL, getEngine, onEngineProgress } from '../engine/engine.js';
+import { DEFAULT_MANIFEST_URL, getEngine, isSuperseded, onEngineProgress } from '../engine/engine.js';
 import { ROLE } from '../engine/result.js';
 import { describeModel, resolveSelection } from './data.js';
-import { h, headName, megabytes } from './dom.js';
+import { h, headName, megabytes, setText } from './dom.js';
 import { download, figureSvg, modelLine, pngBlob, svgText } from './export.js';
 import { elementSnippet, frameSnippet } from './snippet.js';
 import { BASE_CSS, EMBEDDED_CSS } from './style.js';
@@ -75,13 +75,17 @@ export function progressText(progress) {
 // view's error. `selection` ({token, layer, head}, -1 for a default, or a function of the result
 // giving one) is resolved on the result, the default token being the first spelled `wordText`.
 // The rest (model, progress, error, ready, showSpecial, sources) goes into the view as it is.
-export function figureView({ engine = null, example = null, sentence, vectors = false, previous = null, selection, wordText, ...rest }) {
+// Returns a promise of the view: the analysis runs in the engine's worker. `channel` names the
+// caller: its newer request replaces one still waiting, and the replaced view comes back null
+// (a caller draws only the view of its newest request, so a stale result is never drawn).
+export async function figureView({ engine = null, example = null, sentence, vectors = false, previous = null, selection, wordText, channel = null, ...rest }) {
   const view = { model: null, progress: null, error: null, ready: Boolean(engine), showSpecial: true, sources: {}, ...rest, sentence, result: example, inputError: null };
   if (engine) {
     view.mode = 'live';
     try {
-      view.result = engine.analyze(sentence, { vectors });
+      view.result = await engine.analyze(sentence, { vectors, channel });
     } catch (error) {
+      if (isSuperseded(error)) return null;
       view.result = previous;
       if (previous) {
         view.inputError = error.message;
@@ -96,6 +100,24 @@ export function figureView({ engine = null, example = null, sentence, vectors = 
   if (view.result) Object.assign(view, resolveSelection(view.result, typeof selection === 'function' ? selection(view.result) : selection, wordText));
   return view;
 }
+
+// Callers that build views asynchronously draw only their newest: latest.next() gives a token,
+// latest.current(token) says whether it is still the newest.
+export class Latest {
+  constructor() {
+    this._n = 0;
+  }
+
+  next() {
+    return ++this._n;
+  }
+
+  current(token) {
+    return token === this._n;
+  }
+}
+
+let figureCount = 0;
 
 export class AttentionFigure extends HTMLElement {
   static observedAttributes = Object.values(ATTRIBUTES);
@@ -117,6 +139,9 @@ export class AttentionFigure extends HTMLElement {
   constructor() {
     super();
     this._view = null;
+    // This figure's requests to the engine (a figure on its own makes its own).
+    this.channel = `figure-${++figureCount}`;
+    this._latest = new Latest();
     const root = this.attachShadow({ mode: 'open' });
     root.append(h('style', { text: BASE_CSS + (AttentionFigure.embedded ? EMBEDDED_CSS : '') + (this.constructor.css ?? '') }));
     this.statusEl = h('div.status', { role: 'status', 'aria-live': 'polite' });
@@ -225,10 +250,13 @@ export class AttentionFigure extends HTMLElement {
       if (!(token >= 0 && token < result.n)) token = -1;
       return { token, layer: oneBased(ATTRIBUTES.layer), head: oneBased(ATTRIBUTES.head) };
     };
-    this.view = figureView({
-      engine, sentence: given ?? PRESETS[0], vectors: this.constructor.needsVectors, selection, wordText: word,
+    const token = this._latest.next();
+    return figureView({
+      engine, sentence: given ?? PRESETS[0], vectors: this.constructor.needsVectors, selection, wordText: word, channel: this.channel,
       error, progress, model: engine ? describeModel(engine.info) : null,
       showSpecial: !this.hasAttribute(ATTRIBUTES.hideSpecial), sources: this.sources(),
+    }).then((view) => {
+      if (view && this._latest.current(token)) this.view = view;
     });
   }
 
@@ -252,24 +280,29 @@ export class AttentionFigure extends HTMLElement {
       this._status = { messages, action, badge, actionEvent: null };
     }
     const { messages, action, badge } = this._status;
+    // Written only where something changed: this runs for every selection.
     const what = view.result ? `Example computed ahead of time with ${view.model?.name ?? 'the same model'}.` : 'This figure needs the live model.';
     const progress = view.progress ?? { loaded: 0, total: 0, percent: 0 };
-    messages.loading.textContent = `${what} ${progressText(view.progress ? progress : null)}`;
-    messages.ready.textContent = `${what} The live model is ready.`;
-    messages.live.textContent = `Computed in your browser by ${view.model?.name ?? 'the model'}${view.model?.note ? ` (${view.model.note})` : ''}.`;
-    messages.error.textContent = view.mode === 'error' ? `The live model did not load: ${view.error?.message ?? 'unknown error'}` : '';
+    setText(messages.loading, `${what} ${progressText(view.progress ? progress : null)}`);
+    setText(messages.ready, `${what} The live model is ready.`);
+    setText(messages.live, `Computed in your browser by ${view.model?.name ?? 'the model'}${view.model?.note ? ` (${view.model.note})` : ''}.`);
+    setText(messages.error, view.mode === 'error' ? `The live model did not load: ${view.error?.message ?? 'unknown error'}` : '');
     const active = view.mode === 'live' ? 'live' : view.mode === 'error' ? 'error' : view.ready ? 'ready' : 'loading';
-    for (const [key, el] of Object.entries(messages)) {
-      el.className = key === active ? 'active' : 'inactive';
-      el.setAttribute('aria-hidden', String(key !== active));
+    if (this._status.active !== active || this._status.mode !== view.mode) {
+      for (const [key, el] of Object.entries(messages)) {
+        el.className = key === active ? 'active' : 'inactive';
+        el.setAttribute('aria-hidden', String(key !== active));
+      }
+      this.statusEl.dataset.mode = view.mode;
+      this._status.actionEvent = active === 'error' ? EVENTS.retry : EVENTS.open;
+      action.textContent = active === 'error' ? 'Retry' : 'Open the instrument';
+      action.className = active === 'error' ? 'retry' : 'primary open';
+      action.style.visibility = active === 'error' || active === 'ready' ? 'visible' : 'hidden';
+      action.tabIndex = action.style.visibility === 'hidden' ? -1 : 0;
+      this._status.active = active;
+      this._status.mode = view.mode;
     }
-    this.statusEl.dataset.mode = view.mode;
-    badge.textContent = { live: 'Live', error: 'Failed', ready: 'Example', loading: view.result ? 'Example' : 'Loading' }[active];
-    this._status.actionEvent = active === 'error' ? EVENTS.retry : EVENTS.open;
-    action.textContent = active === 'error' ? 'Retry' : 'Open the instrument';
-    action.className = active === 'error' ? 'retry' : 'primary open';
-    action.style.visibility = active === 'error' || active === 'ready' ? 'visible' : 'hidden';
-    action.tabIndex = action.style.visibility === 'hidden' ? -1 : 0;
+    setText(badge, { live: 'Live', error: 'Failed', ready: 'Example', loading: view.result ? 'Example' : 'Loading' }[active]);
   }
 
   // The body is redrawn only when what it shows changed, not on every progress report.
@@ -331,7 +364,8 @@ export class AttentionFigure extends HTMLElement {
   }
 
   updateTools() {
-    this.toolsEl.hidden = !this.canExport();
+    const hidden = !this.canExport();
+    if (this.toolsEl.hidden !== hidden) this.toolsEl.hidden = hidden;
     if (!this.embedPanel.hidden && this.canExport()) this.fillSnippets();
   }
 

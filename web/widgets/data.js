@@ -2,7 +2,7 @@
 // "result" is the engine's analyze() output, or the same schema decoded from a precomputed
 // example (web/engine/result.js describes it and holds every accessor); an example carries, in
 // place of hidden_states, queries and keys, the vectors of its one opening selection.
-import { attentionPosition, attentionRow, ROLE, rowStat, tokenVector } from '../engine/result.js';
+import { attentionPosition, attentionRow, headLabel, headProfile, ROLE, rowStat, tokenVector } from '../engine/result.js';
 
 // The statistics of a row the core did not analyse (a rollout row, a row recomputed here), in
 // the core's field names (ROW_STAT), with n, the uniform share 1/n and the entropy's ceiling ln n.
@@ -41,16 +41,75 @@ export function headsForToken(result, token) {
   return out;
 }
 
-// The sharpest head for a token (largest ratio to uniform) and the broadest (largest entropy).
+// The labels (HEAD_LABELS) that say where a head looks rather than what it reads: a head the core
+// labels so over the sentence says the same thing whatever the words are, so the page never
+// opens on one by default (the trap of "the sharpest head": for every ordinary token of the
+// preset sentences it is a previous- or next-token head).
+export const POSITIONAL_LABELS = Object.freeze(['previous-token', 'next-token', 'self', '[CLS]/[SEP] sink']);
+
+// The default-head rule, as the page states it (web/index.html quotes it; the posts too).
+export const SELECTION_RULE = 'Unless you choose a head, the figures show the one with the highest ratio to uniform for the word '
+  + 'among its content heads: heads the model does not label previous-token, next-token, self or [CLS]/[SEP] sink over this sentence, '
+  + 'whose largest weight for the word is on another word (not a neighbour, the word itself, punctuation, [CLS] or [SEP]; '
+  + 'where no head qualifies, the sharpest head not so labelled).';
+
+// Whether the core's label for the head over this sentence is not positional, self or sink.
+export function isContentHead(result, layer, head) {
+  return !POSITIONAL_LABELS.includes(headLabel(result, layer, head));
+}
+
+// Whether a row's largest weight (at `argmax`) is on another ordinary word, two or more places away.
+export function isContentRow(result, token, argmax) {
+  return Math.abs(argmax - token) > 1 && result.roles[argmax] === ROLE.ordinary;
+}
+
+// For one token: `sharpest`, the content head of SELECTION_RULE (largest ratio to uniform among
+// content heads whose row is a content row; failing that, among content heads; failing that,
+// among all heads: `tier` says which, 1 to 3), `broadest` (largest normalised entropy) and
+// `overall`, the sharpest of all heads, with its label (often positional).
 export function sharpestAndBroadest(result, token) {
   const heads = headsForToken(result, token);
-  let sharpest = heads[0];
+  const sharpestOf = (list) => list.reduce((a, b) => (b.ratio_to_uniform > a.ratio_to_uniform ? b : a), list[0]);
+  const content = heads.filter((x) => isContentHead(result, x.layer, x.head));
+  const tiers = [content.filter((x) => isContentRow(result, token, x.argmax)), content, heads];
+  const tier = tiers.findIndex((list) => list.length > 0);
+  const sharpest = { ...sharpestOf(tiers[tier]), tier: tier + 1 };
   let broadest = heads[0];
-  for (const h of heads) {
-    if (h.ratio_to_uniform > sharpest.ratio_to_uniform) sharpest = h;
-    if (h.normalized_entropy > broadest.normalized_entropy) broadest = h;
+  for (const x of heads) if (x.normalized_entropy > broadest.normalized_entropy) broadest = x;
+  const overall = sharpestOf(heads);
+  return { sharpest, broadest, overall: { ...overall, label: headLabel(result, overall.layer, overall.head) } };
+}
+
+// Where a row's largest weight (at `argmax`) falls, relative to the row's token, in words:
+// 'the next token', 'the previous token', 'the word itself', '[CLS]', '[SEP]', or '' for another word.
+export function rowRelation(result, token, argmax) {
+  if (argmax === token + 1) return 'the next token';
+  if (argmax === token - 1) return 'the previous token';
+  if (argmax === token) return 'the word itself';
+  if (result.roles[argmax] === ROLE.cls) return '[CLS]';
+  if (result.roles[argmax] === ROLE.sep) return '[SEP]';
+  return '';
+}
+
+// The share of the sentence's rows behind a head's label (previous-token: the rows whose largest
+// weight is on the previous token, ...), or null for a label that names no single category.
+export function labelShare(result, layer, head) {
+  const p = headProfile(result, layer, head);
+  if (!p) return null;
+  switch (p.label) {
+    case 'previous-token': return p.previous_token;
+    case 'next-token': return p.next_token;
+    case 'self': return p.self;
+    case '[CLS]/[SEP] sink': return p.cls + p.sep;
+    case 'punctuation': return p.punctuation;
+    default: return null;
   }
-  return { sharpest, broadest };
+}
+
+// A head's name with its label, for wherever a head is named: "layer 2, head 2 · next-token".
+export function labelledHeadName(result, layer, head) {
+  const label = headLabel(result, layer, head);
+  return `layer ${layer + 1}, head ${head + 1}${label ? ` \u00b7 ${label}` : ''}`;
 }
 
 // The token the page opens on: the first token spelled `wordText`, else the first ordinary one.
@@ -61,7 +120,8 @@ export function defaultToken(result, wordText) {
   return ordinary >= 0 ? ordinary : 0;
 }
 
-// Fills in any unset (-1 or out of range) token, layer and head of a selection.
+// Fills in any unset (-1 or out of range) token, layer and head of a selection; an unset head
+// is the content head of SELECTION_RULE for the token.
 export function resolveSelection(result, selection, wordText) {
   let { token, layer, head } = selection;
   if (!(token >= 0 && token < result.n)) token = defaultToken(result, wordText);

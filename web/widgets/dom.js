@@ -44,6 +44,12 @@ export function svg(tag, attrs = {}, ...children) {
   return el;
 }
 
+// Sets an element's text only when it changes (a write of the same text still costs a layout).
+export function setText(el, text) {
+  const value = String(text);
+  if (el.textContent !== value) el.textContent = value;
+}
+
 // Fixed-decimal numbers with a real minus sign, as the article prints them.
 export function fmt(value, digits = 3) {
   if (!Number.isFinite(value)) return String(value);

@@ -15,6 +15,7 @@ export const BASE_CSS = `
   --attn-focus: #1a66d6;
   --attn-error: #b3261e;
   --attn-error-bg: #fdecea;
+  --attn-scroll-shadow: rgb(0 0 0 / 0.28);
   min-width: 0;
 }
 @media (prefers-color-scheme: dark) {
@@ -30,6 +31,7 @@ export const BASE_CSS = `
     --attn-focus: #8ab4ff;
     --attn-error: #ffb4ab;
     --attn-error-bg: #3a1d1b;
+    --attn-scroll-shadow: rgb(0 0 0 / 0.7);
   }
 }
 /* A host page's global rules reach a widget through its element and what that element passes
@@ -115,26 +117,65 @@ table.values th, table.values td { padding: 0.15em 0.6em; border-bottom: 1px sol
 table.values th:first-child, table.values td:first-child { text-align: left; }
 .special { font-style: italic; color: var(--attn-muted); }
 
+/* Long sentences scroll inside their figure instead of stretching the page: a chart of one
+   row, a list of tokens and a table of every token are bounded in height (--attn-rows-height
+   sets the bound) and scroll on their own; the selected token is kept in view. */
+.rows-scroll, .tokens-scroll, .table-scroll.bounded {
+  max-height: var(--attn-rows-height, min(30em, 65vh)); overflow-y: auto; overflow-x: hidden;
+  scrollbar-gutter: stable; position: relative;
+}
+/* A shadow at the edge where there is more to scroll (the local backgrounds cover it at the
+   ends), so that a bounded list shows that it holds more than it shows. */
+.rows-scroll, .tokens-scroll, .table-scroll.bounded {
+  background:
+    linear-gradient(var(--attn-bg) 40%, transparent) top / 100% 1.2em no-repeat local,
+    linear-gradient(transparent, var(--attn-bg) 60%) bottom / 100% 1.2em no-repeat local,
+    radial-gradient(farthest-side at 50% 0, var(--attn-scroll-shadow), transparent) top / 100% 0.5em no-repeat scroll,
+    radial-gradient(farthest-side at 50% 100%, var(--attn-scroll-shadow), transparent) bottom / 100% 0.5em no-repeat scroll;
+}
+.table-scroll.bounded { overflow-x: auto; }
+.tokens-scroll { max-height: var(--attn-tokens-height, min(12em, 40vh)); padding: 2px; }
+.table-scroll.bounded thead th { position: sticky; top: 0; background: var(--attn-bg); z-index: 1; }
+.table-scroll.bounded tfoot th, .table-scroll.bounded tfoot td { position: sticky; bottom: 0; background: var(--attn-bg); }
+
 /* The labelled bar chart of one attention row; it is a table, so it reads as one. */
 table.bars { width: 100%; max-width: 40em; border-collapse: collapse; table-layout: fixed; }
-table.bars caption { text-align: left; font-size: 0.86em; color: var(--attn-muted); padding-bottom: 0.3em; caption-side: top; }
-table.bars th { width: 7.5em; text-align: right; font-weight: 400; padding: 0 0.5em 0 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+table.bars caption, .chart-caption { text-align: left; font-size: 0.86em; color: var(--attn-muted); padding-bottom: 0.3em; caption-side: top; }
+.chart { max-width: 40em; }
+table.bars col.label { width: 7.5em; }
+table.bars col.value { width: 4.2em; }
+table.bars.compact col.label { width: 5.5em; }
+table.bars th { width: 7.5em; text-align: right; font-weight: 400; padding: 0 0.5em 0 0; }
 table.bars td.track { position: relative; padding: 0; height: 1.5em; }
-table.bars td.value { width: 4.2em; text-align: right; padding-left: 0.4em; white-space: nowrap; }
-table.bars .bar { position: absolute; left: 0; top: 0.2em; bottom: 0.2em; background: var(--attn-bar); border-radius: 0 3px 3px 0; min-width: 1px; }
-table.bars .uniform { position: absolute; top: 0; bottom: 0; width: 0; border-left: 2px dashed var(--attn-uniform); }
+table.bars td.value { width: 4.2em; text-align: right; padding-left: 0.4em; }
+/* A value sits in a box of fixed size (size and layout containment, no clip: a clip would be
+   one more piece for the compositor per row), so that a new value lays out that box alone, not
+   the whole table. */
+table.bars th > span { display: block; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+table.bars td.value > span { display: block; contain: size layout style; height: 1.5em; line-height: 1.5em; white-space: nowrap; }
+table.bars .bar {
+  position: absolute; left: 0; top: 0.2em; bottom: 0.2em; width: 0; min-width: 1px; background: var(--attn-bar);
+  border-radius: 0 3px 3px 0;
+}
+.rows-frame { position: relative; max-width: 40em; --label: 7.5em; --value: 4.2em; }
+.rows-frame:has(> table.compact) { --label: 5.5em; }
+.uniform-line {
+  position: absolute; top: 0; bottom: 0; width: 0; pointer-events: none;
+  left: calc(var(--label) + (100% - var(--label) - var(--value)) * var(--u, 0));
+  border-left: 2px dashed var(--attn-uniform);
+}
 table.bars tr.selected th { font-weight: 700; }
 table.bars tr.top td.value { font-weight: 700; }
 table.bars.compact th { width: 5.5em; }
 table.bars.compact td.track { height: 1.25em; }
+table.bars.compact td.value > span { height: 1.25em; line-height: 1.25em; }
 .legend { display: flex; flex-wrap: wrap; gap: 0.2em 1em; font-size: 0.82em; color: var(--attn-muted); margin-top: 0.3em; }
 .legend .swatch-line { display: inline-block; width: 1.4em; border-top: 2px dashed var(--attn-uniform); vertical-align: middle; margin-right: 0.3em; }
 .legend .swatch-bar { display: inline-block; width: 1.4em; height: 0.7em; background: var(--attn-bar); vertical-align: middle; margin-right: 0.3em; border-radius: 2px; }
 .facts { display: flex; flex-wrap: wrap; gap: 0.2em 1.2em; margin-top: 0.5em; font-size: 0.92em; }
 .facts b { font-weight: 650; }
-@media (prefers-reduced-motion: no-preference) {
-  table.bars .bar { transition: width 180ms ease-out; }
-}
+/* No transition on the bars: an animated transform makes each bar a compositor layer, and a
+   long sentence's hundreds of layers cost more to set up than the redraw itself. */
 `;
 
 // Added in other sites' pages: the widget brings its own background, so that its colours (which

@@ -1,0 +1,220 @@
+// The article as a reader uses it, in headless Chromium: how long the main thread is blocked.
+// Opens the live instrument, types a 136-token sentence (with pauses, so that the page analyses
+// it on the way), clicks 5 words, switches 5 heads and presses 5 arrow keys, and reports the
+// longest main-thread task and the total long-task time (PerformanceObserver 'longtask', tasks
+// over 50 ms) for each phase; the height of Figure 1 and of the page with that sentence; and the
+// loading path: when the engine's glue, its wasm and the model were requested and finished, and
+// the time from the model's last byte to the engine being ready and to live figures.
+// A benchmark, not a test: the host's other load moves the figures. Needs the assembled site
+// (node scripts/site/build_site.mjs).
+// Usage: node scripts/bench/bench_interaction.mjs [--json FILE] [--runs N] [--web DIR]
+//   --web: serve another copy of web/ (a checkout of an older version, to compare)
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { launchChromium, serve } from '../../tests/browser/harness.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const args = process.argv.slice(2);
+const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+const jsonOut = option('--json', null);
+const runs = Number(option('--runs', '1'));
+const webDir = option('--web', join(root, 'web'));
+
+// 120 words, 136 tokens with the default model's vocabulary ([CLS] and [SEP] included).
+export const LONG_SENTENCE = 'When the old lighthouse keeper finally climbed the narrow spiral stairs on that cold and windy evening, he noticed that the great lamp, which had guided countless fishing boats safely past the jagged rocks for more than a hundred years, was flickering strangely, as if some invisible hand were slowly turning it down; worried that the ships still out at sea would lose their way in the thickening fog, he quickly fetched his tools, replaced the worn brass fittings one by one, cleaned the heavy glass lenses until they shone again, and then sat beside the window for the rest of the night, watching the beam sweep across the dark water while the storm gathered strength over the distant hills.';
+const TYPING_PAUSES = 4;       // the sentence is typed in this many runs, with a pause after each
+const PAUSE_MS = 600;          // longer than the instrument's 300 ms typing delay
+const KEY_DELAY_MS = 8;
+const SETTLE_MS = 250;
+
+const LONGTASK_INIT = () => {
+  window.__longtasks = [];
+  // When the instrument first shows live figures, to a frame (the same way for any version of
+  // the page: it only reads the status line the figures have always had).
+  const watch = () => {
+    const mode = document.getElementById('instrument')?.shadowRoot?.querySelector('.status')?.dataset.mode;
+    if (mode === 'live') window.__liveAt = performance.now();
+    else requestAnimationFrame(watch);
+  };
+  requestAnimationFrame(watch);
+  try {
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) window.__longtasks.push({ start: e.startTime, duration: e.duration });
+    }).observe({ type: 'longtask', buffered: true });
+  } catch {
+    // No longtask support: the figures come out empty.
+  }
+};
+
+const instrumentTable = (page, test, arg = null) => page.waitForFunction(test, arg, { polling: 'raf', timeout: 120000 });
+
+// Two animation frames and a pause: whatever a selection scheduled has run.
+async function settle(page) {
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+  await page.waitForTimeout(SETTLE_MS);
+}
+
+const now = (page) => page.evaluate(() => performance.now());
+
+async function measureLoading(browser, baseUrl) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const requests = [];
+  const finished = new Map();
+  page.on('request', (r) => requests.push(r));
+  page.on('requestfinished', (r) => finished.set(r, true));
+  await page.addInitScript(LONGTASK_INIT);
+  // A permalink opens the live figures as soon as the model is ready, without a click.
+  await page.goto(`${baseUrl}#s=${encodeURIComponent('The animal did not cross the street because it was too tired.')}&t=7`);
+  await page.locator('#open').waitFor({ state: 'visible', timeout: 120000 });
+  await instrumentTable(page, () => document.getElementById('instrument')?.shadowRoot?.querySelector('.status')?.dataset.mode === 'live');
+  await settle(page);
+  const liveAt = await page.evaluate(() => window.__liveAt);
+  const marks = await page.evaluate(() => ({
+    timeOrigin: performance.timeOrigin,
+    marks: Object.fromEntries(performance.getEntriesByType('mark').map((m) => [m.name, m.startTime])),
+    longtasks: window.__longtasks,
+  }));
+  const toPage = (epochMs) => epochMs - marks.timeOrigin;
+  const timing = (match) => {
+    const r = requests.find((x) => match(x.url()));
+    if (!r) return null;
+    const t = r.timing();
+    return { url: r.url(), start: toPage(t.startTime), end: t.responseEnd >= 0 ? toPage(t.startTime + t.responseEnd) : null };
+  };
+  const glue = timing((u) => u.endsWith('/attention_engine.js'));
+  const wasm = timing((u) => u.endsWith('.wasm'));
+  const model = timing((u) => u.endsWith('.attn'));
+  const ready = marks.marks['attention:engine-ready'];
+  const modelEnd = model?.end ?? null;
+  await context.close();
+  return {
+    requests: { glue, wasm, model },
+    engineReadyMs: ready,
+    liveMs: liveAt,
+    modelLastByteToReadyMs: modelEnd === null ? null : ready - modelEnd,
+    modelLastByteToLiveMs: modelEnd === null ? null : liveAt - modelEnd,
+    loadLongtasks: summarise(marks.longtasks, 0, liveAt),
+  };
+}
+
+function summarise(tasks, from, to) {
+  const inside = tasks.filter((t) => t.start >= from && t.start < to);
+  return {
+    count: inside.length,
+    longestMs: inside.reduce((a, t) => Math.max(a, t.duration), 0),
+    totalMs: inside.reduce((a, t) => a + t.duration, 0),
+  };
+}
+
+const tableState = (page) => page.evaluate(() => {
+  const t = document.getElementById('instrument').shadowRoot.querySelector('table.bars');
+  return t ? { sentence: t.dataset.sentence, token: Number(t.dataset.token), layer: Number(t.dataset.layer), head: Number(t.dataset.head) } : null;
+});
+
+const heights = (page) => page.evaluate(() => ({
+  figure1: Math.round(document.getElementById('instrument').getBoundingClientRect().height),
+  page: document.documentElement.scrollHeight,
+}));
+
+async function measureInteraction(browser, baseUrl) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.addInitScript(LONGTASK_INIT);
+  await page.goto(baseUrl);
+  await page.locator('#open').waitFor({ state: 'visible', timeout: 120000 });
+  await page.click('#open');
+  await page.locator('#instrument .status[data-mode="live"]').waitFor();
+  await settle(page);
+  const before = await heights(page);
+  const phases = {};
+  const phase = async (name, body) => {
+    const from = await now(page);
+    await body();
+    await settle(page);
+    phases[name] = { from, to: await now(page) };
+  };
+
+  const input = page.locator('#instrument input#sentence');
+  await phase('type', async () => {
+    await input.fill('');
+    const words = LONG_SENTENCE.split(' ');
+    const per = Math.ceil(words.length / TYPING_PAUSES);
+    for (let k = 0; k < TYPING_PAUSES; ++k) {
+      const part = words.slice(k * per, (k + 1) * per).join(' ');
+      await input.pressSequentially((k ? ' ' : '') + part, { delay: KEY_DELAY_MS });
+      await page.waitForTimeout(PAUSE_MS);
+    }
+    await instrumentTable(page, (text) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, LONG_SENTENCE);
+  });
+  const sentenceShown = (await tableState(page))?.sentence === LONG_SENTENCE;
+  const n = await page.locator('#instrument button.chip').count();
+  const after = await heights(page);
+
+  await phase('click', async () => {
+    for (const i of [10, 40, 70, 100, 130].map((k) => Math.min(k, n - 2))) {
+      await page.locator('#instrument button.chip').nth(i).click();
+      await instrumentTable(page, (k) => Number(document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.token) === k, i);
+      await settle(page);
+    }
+  });
+  await phase('head', async () => {
+    for (const [layer, head] of [[0, 1], [1, 2], [2, 3], [3, 0], [1, 1]]) {
+      await page.locator(`#instrument button.cell[data-layer="${layer}"][data-head="${head}"]`).click();
+      await instrumentTable(page, ([l, h]) => {
+        const t = document.getElementById('instrument').shadowRoot.querySelector('table.bars');
+        return Number(t?.dataset.layer) === l && Number(t?.dataset.head) === h;
+      }, [layer, head]);
+      await settle(page);
+    }
+  });
+  await phase('arrow', async () => {
+    await page.locator('#instrument button.chip[aria-pressed="true"]').focus();
+    for (let k = 0; k < 5; ++k) {
+      const { token } = await tableState(page);
+      await page.keyboard.press('ArrowRight');
+      await instrumentTable(page, (t) => Number(document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.token) === t, token + 1);
+      await settle(page);
+    }
+  });
+  const tasks = await page.evaluate(() => window.__longtasks);
+  const out = { tokens: n, sentenceShown, heights: { defaultSentence: before, longSentence: after }, phases: {}, errors };
+  for (const [name, { from, to }] of Object.entries(phases)) out.phases[name] = summarise(tasks, from, to);
+  const all = summarise(tasks, phases.type.from, phases.arrow.to);
+  out.all = all;
+  await context.close();
+  return out;
+}
+
+const server = await serve(webDir);
+const baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
+const browser = await launchChromium();
+const results = [];
+try {
+  for (let r = 0; r < runs; ++r) {
+    results.push({ loading: await measureLoading(browser, baseUrl), interaction: await measureInteraction(browser, baseUrl) });
+  }
+} finally {
+  await browser.close();
+  server.close();
+}
+
+const ms = (v) => (v === null || v === undefined ? 'n/a' : `${Math.round(v)} ms`);
+for (const [k, { loading: l, interaction: i }] of results.entries()) {
+  console.log(`run ${k + 1}: ${i.tokens} tokens${i.sentenceShown ? '' : ' (THE FINAL SENTENCE WAS NOT SHOWN)'}`);
+  console.log('phase  | long tasks | longest | total');
+  for (const [name, s] of [...Object.entries(i.phases), ['all', i.all]]) {
+    console.log(`${name.padEnd(6)} | ${String(s.count).padStart(10)} | ${ms(s.longestMs).padStart(7)} | ${ms(s.totalMs).padStart(7)}`);
+  }
+  console.log(`heights: Figure 1 ${i.heights.defaultSentence.figure1} px -> ${i.heights.longSentence.figure1} px with the long sentence; page ${i.heights.defaultSentence.page} px -> ${i.heights.longSentence.page} px`);
+  const rq = l.requests;
+  const span = (x) => (x ? `${ms(x.start)} to ${ms(x.end)}` : 'not seen');
+  console.log(`loading (since navigation): glue ${span(rq.glue)}, wasm ${span(rq.wasm)}, model ${span(rq.model)}; engine ready ${ms(l.engineReadyMs)}, live figures ${ms(l.liveMs)}`);
+  console.log(`model's last byte to engine ready ${ms(l.modelLastByteToReadyMs)}, to live figures ${ms(l.modelLastByteToLiveMs)}; long tasks while loading: ${l.loadLongtasks.count}, longest ${ms(l.loadLongtasks.longestMs)}, total ${ms(l.loadLongtasks.totalMs)}`);
+  if (i.errors.length) console.log(`page errors: ${i.errors.join('; ')}`);
+}
+if (jsonOut) writeFileSync(jsonOut, JSON.stringify(results, null, 2) + '\n');

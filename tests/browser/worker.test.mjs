@@ -1,0 +1,275 @@
+// The engine off the main thread, in Debian's Chromium (npm playwright-core): the page's and the
+// embedding demo's engine runs in one module worker started from a same-origin Blob (on the
+// demo's second origin too); a long analysis leaves the page responsive; typing faster than the
+// analyses finish ends with every figure showing the final text and never draws a stale result;
+// a trapped worker is ended and the next request starts a new one; and a long sentence keeps
+// Figure 1 and the page bounded in height. Needs the assembled site:
+//   node scripts/site/build_site.mjs
+import assert from 'node:assert/strict';
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { launchChromium, ROW_SUM_TOLERANCE, serve } from './harness.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const web = join(root, 'web');
+const LOAD_TIMEOUT_MS = 60000;
+const HOST_KEY = 'attention-explainer.engine-host';
+
+// 120 words, 136 tokens with the default model (scripts/bench/bench_interaction.mjs types it).
+const LONG_SENTENCE = 'When the old lighthouse keeper finally climbed the narrow spiral stairs on that cold and windy evening, he noticed that the great lamp, which had guided countless fishing boats safely past the jagged rocks for more than a hundred years, was flickering strangely, as if some invisible hand were slowly turning it down; worried that the ships still out at sea would lose their way in the thickening fog, he quickly fetched his tools, replaced the worn brass fittings one by one, cleaned the heavy glass lenses until they shone again, and then sat beside the window for the rest of the night, watching the beam sweep across the dark water while the storm gathered strength over the distant hills.';
+
+let server;
+let baseUrl;
+let host;
+let hostRoot;
+let hostUrl;
+let browser;
+
+before(async () => {
+  for (const file of ['models/manifest.json', 'engine/attention_engine.wasm', 'engine/worker.js', 'dist/attention-widgets.js']) {
+    assert.ok(existsSync(join(web, file)), `web/${file} is missing: run node scripts/site/build_site.mjs first.`);
+  }
+  server = await serve(web);
+  baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
+  hostRoot = mkdtempSync(join(tmpdir(), 'attention-worker-host-'));
+  copyFileSync(join(web, 'embed-demo.html'), join(hostRoot, 'embed-demo.html'));
+  host = await serve(hostRoot, { cors: false });
+  hostUrl = `http://localhost:${host.server.address().port}/`;
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+  host?.close();
+  if (hostRoot) rmSync(hostRoot, { recursive: true, force: true });
+});
+
+async function openPage(url, { viewport = { width: 1280, height: 900 } } = {}) {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  const errors = [];
+  const requests = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  page.on('request', (request) => requests.push(request.url()));
+  await page.goto(url);
+  return { page, context, errors, requests };
+}
+
+async function openInstrument(page) {
+  await page.locator('#open').waitFor({ state: 'visible', timeout: LOAD_TIMEOUT_MS });
+  await page.click('#open');
+  await page.locator('#instrument .status[data-mode="live"]').waitFor();
+}
+
+const shownSentence = (page) => page.evaluate(() => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence);
+
+function waitForSentence(page, sentence, timeout = LOAD_TIMEOUT_MS) {
+  return page.waitForFunction((text) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, sentence, { timeout });
+}
+
+// Every figure of the article against the engine's own analysis of `sentence`.
+async function checkEveryFigure(page, sentence) {
+  const tokens = await page.evaluate(async (text) => {
+    const engine = await import('/engine/engine.js');
+    return (await (await engine.getEngine()).analyze(text)).tokens.map((t) => t.text);
+  }, sentence);
+  const n = tokens.length;
+  assert.equal(await shownSentence(page), sentence);
+  assert.deepEqual(await page.locator('#instrument button.chip').allTextContents(), tokens);
+  const values = await page.$$eval('#instrument table.bars tbody tr', (trs) => trs.map((tr) => Number(tr.dataset.value)));
+  assert.equal(values.length, n);
+  assert.ok(Math.abs(values.reduce((a, b) => a + b, 0) - 1) <= ROW_SUM_TOLERANCE);
+  assert.equal(await page.locator('attention-mechanism table.mechanism tbody tr').count(), n);
+  assert.deepEqual(await page.locator('attention-mechanism table.mechanism tbody th').allTextContents(), tokens);
+  for (const panel of await page.locator('attention-compare section.panel table.bars').all()) {
+    assert.equal(await panel.locator('tbody tr').count(), n);
+  }
+  assert.equal(await page.locator('attention-heads button.multiple').first().locator('rect').count(), n);
+  assert.equal(await page.locator('[data-fact="n"]').first().textContent(), String(n));
+}
+
+describe('the engine in a worker', { timeout: 300000 }, () => {
+  test('the article\u2019s engine runs in a module worker; a long analysis leaves the page responsive', async () => {
+    const { page, context, errors, requests } = await openPage(baseUrl);
+    await openInstrument(page);
+    const thread = await page.evaluate(async () => (await (await import('/engine/engine.js')).getEngine()).thread);
+    assert.equal(thread, 'worker');
+    const blobs = requests.filter((u) => u.startsWith('blob:'));
+    assert.equal(blobs.length, 1, `workers started: ${blobs}`);
+    assert.equal(new URL(blobs[0].slice(5)).origin, new URL(baseUrl).origin);
+    assert.equal(requests.filter((u) => u.endsWith('/engine/worker.js')).length, 1);
+    // 512 tokens take hundreds of milliseconds in the engine; meanwhile the page's timers run on.
+    const probe = await page.evaluate(async () => {
+      const engine = await (await import('/engine/engine.js')).getEngine();
+      const text = Array.from({ length: 700 }, (_, i) => ['the', 'keys', 'to', 'a', 'cabinet', 'are', 'on', 'tables'][i % 8]).join(' ');
+      let longest = 0;
+      let last = performance.now();
+      const timer = setInterval(() => {
+        const t = performance.now();
+        longest = Math.max(longest, t - last);
+        last = t;
+      }, 5);
+      const t0 = performance.now();
+      const result = await engine.analyze(text);
+      const ms = performance.now() - t0;
+      clearInterval(timer);
+      return { n: result.n, ms, longest, transferred: result.attention.buffer.byteLength === result.attention.byteLength };
+    });
+    assert.equal(probe.n, 512);
+    assert.ok(probe.transferred, 'the result does not own its buffer');
+    console.log(`# a 512-token analysis took ${probe.ms.toFixed(0)} ms in the worker; the page's longest gap between 5 ms timers meanwhile: ${probe.longest.toFixed(0)} ms (shared host)`);
+    assert.ok(probe.longest < probe.ms, `the page was blocked for the whole analysis (${probe.longest} of ${probe.ms} ms)`);
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('typing faster than analyses finish: the final figures show the final text, and no stale result is drawn', async () => {
+    const { page, context, errors } = await openPage(baseUrl);
+    await openInstrument(page);
+    // Every sentence the instrument draws, in order.
+    await page.evaluate(() => {
+      window.__drawn = [];
+      const root = document.getElementById('instrument').shadowRoot;
+      const record = () => {
+        const s = root.querySelector('table.bars')?.dataset.sentence;
+        if (s !== undefined && s !== window.__drawn.at(-1)) window.__drawn.push(s);
+      };
+      new MutationObserver(record).observe(root, { subtree: true, attributes: true, attributeFilter: ['data-sentence'] });
+      record();
+    });
+    const input = page.locator('#instrument input#sentence');
+    await input.fill('');
+    // A typist faster than the engine: a word every 5 ms, each committed (Enter) at once, while
+    // one analysis of a 136-token sentence takes tens of milliseconds. The commits pile up behind
+    // the running analysis and supersede each other.
+    const committed = await page.evaluate(async (start) => {
+      const root = document.getElementById('instrument').shadowRoot;
+      const box = root.getElementById('sentence');
+      const out = [];
+      box.focus();
+      for (const word of [start, 'And', 'then', 'the', 'storm', 'broke', 'over', 'the', 'harbour', 'at', 'dawn.']) {
+        box.value = box.value ? `${box.value} ${word}` : word;
+        box.dispatchEvent(new InputEvent('input', { bubbles: true, composed: true, data: word, inputType: 'insertText' }));
+        box.form.requestSubmit();
+        out.push(box.value);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      return out;
+    }, LONG_SENTENCE);
+    const finalText = await input.inputValue();
+    await input.press('Enter');
+    await waitForSentence(page, finalText);
+    await page.waitForTimeout(300);
+    await checkEveryFigure(page, finalText);
+    const drawn = await page.evaluate(() => window.__drawn);
+    // Drawn sentences only ever move forward through what was typed, and end on the final one.
+    const order = drawn.slice(1).map((s) => committed.indexOf(s));
+    assert.ok(order.every((k) => k >= 0), `drew a sentence that was never committed: ${JSON.stringify(drawn)}`);
+    for (let k = 1; k < order.length; ++k) assert.ok(order[k] > order[k - 1], `a stale result was drawn after a newer one: ${order}`);
+    assert.equal(drawn.at(-1), finalText);
+    console.log(`# committed ${committed.length} sentences; drew ${drawn.length - 1} of the ${committed.length} committed sentences (indices ${order})`);
+    assert.ok(order.length < committed.length, 'every committed sentence was drawn: nothing was superseded');
+    assert.equal(await input.inputValue(), finalText, 'the sentence box lost what was typed');
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('a 136-token sentence keeps Figure 1 and the page bounded, and every token is still there', async () => {
+    const { page, context, errors } = await openPage(baseUrl);
+    await openInstrument(page);
+    const heights = () => page.evaluate(() => ({
+      figure: document.getElementById('instrument').getBoundingClientRect().height,
+      page: document.documentElement.scrollHeight,
+    }));
+    const short = await heights();
+    const input = page.locator('#instrument input#sentence');
+    await input.fill(LONG_SENTENCE);
+    await input.press('Enter');
+    await waitForSentence(page, LONG_SENTENCE);
+    await page.waitForTimeout(300);
+    const long = await heights();
+    console.log(`# heights with the default and the 136-token sentence: Figure 1 ${Math.round(short.figure)} -> ${Math.round(long.figure)} px, page ${short.page} -> ${long.page} px`);
+    assert.ok(long.figure < 1400, `Figure 1 is ${long.figure} px tall with 136 tokens`);
+    assert.ok(long.page - short.page < 1500, `the page grew by ${long.page - short.page} px`);
+    await checkEveryFigure(page, LONG_SENTENCE);
+    // The last token can be chosen, and its row is scrolled into view inside the chart.
+    const chips = page.locator('#instrument button.chip');
+    const last = (await chips.count()) - 2;
+    await chips.nth(last).click();
+    await page.waitForFunction((k) => Number(document.getElementById('instrument').shadowRoot.querySelector('table.bars').dataset.token) === k, last);
+    await page.waitForTimeout(200);
+    const inView = await page.evaluate((k) => {
+      const root = document.getElementById('instrument').shadowRoot;
+      const scroller = root.querySelector('.rows-scroll');
+      const row = root.querySelectorAll('table.bars tbody tr')[k];
+      const s = scroller.getBoundingClientRect();
+      const r = row.getBoundingClientRect();
+      return { bounded: scroller.scrollHeight > scroller.clientHeight, visible: r.top >= s.top - 1 && r.bottom <= s.bottom + 1 };
+    }, last);
+    assert.ok(inView.bounded, 'the row chart is not a bounded scroll area');
+    assert.ok(inView.visible, 'the selected token\u2019s row was not scrolled into view');
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('a trapped worker is ended, and the next request starts a new one', async () => {
+    const { page, context, errors, requests } = await openPage(baseUrl);
+    await openInstrument(page);
+    const before = requests.filter((u) => u.startsWith('blob:')).length;
+    const outcome = await page.evaluate(async (key) => {
+      const engine = await import('/engine/engine.js');
+      const first = await engine.getEngine();
+      const host = await globalThis[Symbol.for(key)].promise;
+      // A request in flight when the engine's instance traps: the worker answers it with
+      // trapped: true (worker.js), as a real trap would.
+      const inFlight = first._call('memory', {});
+      host.receive({ id: host.next, error: { kind: 'engine', message: 'The engine failed (RuntimeError: unreachable). Reload the page to start it again.' }, trapped: true });
+      const inFlightKind = await inFlight.then(() => null, (error) => error.kind);
+      let failed = null;
+      try {
+        await first.analyze('anything at all, after the trap');
+      } catch (error) {
+        failed = { kind: error.kind, message: error.message };
+      }
+      const second = await engine.getEngine();
+      const result = await second.analyze('A new worker answers.');
+      return { inFlightKind, failed, dead: Boolean(host.dead), same: first === second, thread: second.thread, n: result.n, newHost: (await globalThis[Symbol.for(key)].promise) !== host };
+    }, HOST_KEY);
+    assert.equal(outcome.inFlightKind, 'engine');
+    assert.equal(outcome.dead, true, 'the trapped worker was not ended');
+    assert.ok(outcome.failed && outcome.failed.kind === 'engine', `a call on the trapped engine did not fail as an engine error: ${JSON.stringify(outcome.failed)}`);
+    assert.equal(outcome.same, false, 'the trapped engine was not forgotten');
+    assert.equal(outcome.newHost, true);
+    assert.equal(outcome.thread, 'worker');
+    assert.ok(outcome.n > 2);
+    assert.equal(requests.filter((u) => u.startsWith('blob:')).length, before + 1, 'no new worker was started');
+    // The article notices on its next request and goes live again on the new engine.
+    const sentence = 'The page recovers from a trap.';
+    await page.locator('#instrument input#sentence').fill(sentence);
+    await page.locator('#instrument input#sentence').press('Enter');
+    await waitForSentence(page, sentence);
+    await page.locator('#instrument .status[data-mode="live"]').waitFor();
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('the embed demo on a second origin runs the engine in a worker started from a Blob of its own origin', async () => {
+    const { page, context, errors, requests } = await openPage(`${hostUrl}embed-demo.html?from=${encodeURIComponent(baseUrl)}`, { viewport: { width: 1200, height: 900 } });
+    for (const id of ['#row', '#heads', '#compare']) await page.locator(`${id} .status[data-mode="live"]`).waitFor({ timeout: LOAD_TIMEOUT_MS });
+    const thread = await page.evaluate(async (bundle) => (await (await import(bundle)).getEngine()).thread, `${baseUrl}dist/attention-widgets.js`);
+    assert.equal(thread, 'worker');
+    const blobs = requests.filter((u) => u.startsWith('blob:'));
+    assert.equal(blobs.length, 1, `one worker for the page's five figures: ${blobs}`);
+    assert.equal(new URL(blobs[0].slice(5)).origin, new URL(hostUrl).origin, 'the worker\u2019s Blob is not of the host page\u2019s origin');
+    assert.equal(requests.filter((u) => u === `${baseUrl}engine/worker.js`).length, 1);
+    assert.equal(requests.filter((u) => u.endsWith('.wasm')).length, 1);
+    assert.equal(requests.filter((u) => u.endsWith('.attn')).length, 1);
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+});
