@@ -1,0 +1,117 @@
+// The article's first view does not fall into the trap its own series warns about: it opens on
+// a word and a head that the engine does not label previous-token, next-token, self or
+// [CLS]/[SEP] sink, with the word's largest weight on another word (the rule the page states,
+// SELECTION_RULE in web/widgets/data.js), in the precomputed example and live; a click on
+// another word moves to that word's own content head until the reader chooses a head, and then
+// keeps the reader's head; the prose names the labels and says when the sharpest head of all is
+// positional. Needs the assembled site (node scripts/site/build_site.mjs).
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { launchChromium, serve } from './harness.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const web = join(root, 'web');
+const LOAD_TIMEOUT_MS = 60000;
+const NOT_CONTENT = ['previous-token', 'next-token', 'self', '[CLS]/[SEP] sink'];
+
+let server;
+let baseUrl;
+let browser;
+
+before(async () => {
+  assert.ok(existsSync(join(web, 'models', 'manifest.json')), 'web/models/manifest.json is missing: run node scripts/site/build_site.mjs first.');
+  server = await serve(web);
+  baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+async function shownRow(page) {
+  return page.locator('#instrument table.bars').evaluate((t) => ({
+    sentence: t.dataset.sentence, layer: Number(t.dataset.layer), head: Number(t.dataset.head), token: Number(t.dataset.token),
+  }));
+}
+
+// The engine's label of the shown head, where the row's largest weight is, and the rule's own
+// choice for the token, computed in the page from the shared engine.
+async function judge(page, shown) {
+  return page.evaluate(async (s) => {
+    const { getEngine } = await import('/engine/engine.js');
+    const { headLabel, rowStat, ROLE } = await import('/engine/result.js');
+    const { resolveSelection } = await import('/widgets/data.js');
+    const result = await (await getEngine()).analyze(s.sentence);
+    const argmax = rowStat(result, s.layer, s.head, s.token).argmax;
+    const rule = resolveSelection(result, { token: s.token, layer: -1, head: -1 }, '');
+    return {
+      label: headLabel(result, s.layer, s.head), argmax, argmaxRole: result.roles[argmax], ordinary: ROLE.ordinary,
+      rule: [rule.layer, rule.head], tokens: result.tokens.map((t) => t.text),
+    };
+  }, shown);
+}
+
+function assertContent(verdict, shown, where) {
+  assert.ok(verdict.label && !NOT_CONTENT.includes(verdict.label), `${where}: the first view is on a ${verdict.label} head (layer ${shown.layer + 1}, head ${shown.head + 1})`);
+  assert.ok(Math.abs(verdict.argmax - shown.token) > 1, `${where}: the row's largest weight is on a neighbour or itself`);
+  assert.equal(verdict.argmaxRole, verdict.ordinary, `${where}: the row's largest weight is on a marker or punctuation`);
+}
+
+describe('the article\u2019s first view', { timeout: 180000 }, () => {
+  test('opens on a content head, example and live; clicks follow the rule until a head is chosen', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (error) => errors.push(error.message));
+    await page.goto(baseUrl);
+    await page.locator('#instrument table.bars').waitFor({ timeout: LOAD_TIMEOUT_MS });
+    const example = await shownRow(page);
+    await page.locator('#open').waitFor({ state: 'visible', timeout: LOAD_TIMEOUT_MS });
+    assertContent(await judge(page, example), example, 'example');
+
+    await page.click('#open');
+    await page.locator('#instrument .status[data-mode="live"]').waitFor();
+    const live = await shownRow(page);
+    assert.deepEqual(live, example, 'the live view opened elsewhere than the example');
+    const verdict = await judge(page, live);
+    assertContent(verdict, live, 'live');
+    assert.deepEqual([live.layer, live.head], verdict.rule);
+
+    // The rule is stated on the page, and the prose names the labels and the sharpest head of all.
+    const rule = await page.locator('[data-fact="selectionRule"]').textContent();
+    const { SELECTION_RULE } = await page.evaluate(() => import('/widgets/data.js'));
+    assert.equal(rule, SELECTION_RULE);
+    assert.equal(await page.locator('[data-fact="sharpestLabel"]').textContent(), verdict.label);
+    assert.ok(await page.locator('[data-fact="sharpestLabel"]').isVisible());
+    const overall = await page.locator('[data-fact="overallSentence"]').textContent();
+    assert.match(overall, /sharpest of all \d+ heads .*\((previous-token|next-token|self|\[CLS\]\/\[SEP\] sink|mixed|broad|punctuation)\)|No head of any label is sharper/);
+    assert.doesNotMatch(await page.locator('main').textContent(), /would be 1\.000; with it, it is 0\.9/);
+
+    // No head chosen: another word gets its own content head.
+    const target = verdict.tokens.indexOf('was');
+    await page.locator(`#instrument button.chip[data-token="${target}"]`).click();
+    await page.waitForFunction((t) => Number(document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.token) === t, target);
+    const moved = await shownRow(page);
+    const movedVerdict = await judge(page, moved);
+    assert.deepEqual([moved.layer, moved.head], movedVerdict.rule, 'a click without a chosen head did not apply the rule');
+    assert.ok(!NOT_CONTENT.includes(movedVerdict.label));
+    assert.doesNotMatch(page.url(), /[#&]l=/, 'the address recorded a head nobody chose');
+
+    // A chosen head stays when the reader moves to another word.
+    await page.click('#instrument button.cell[data-layer="1"][data-head="1"]');
+    await page.waitForFunction(() => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.layer === '1');
+    await page.locator(`#instrument button.chip[data-token="${live.token}"]`).click();
+    await page.waitForFunction((t) => Number(document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.token) === t, live.token);
+    const kept = await shownRow(page);
+    assert.deepEqual([kept.layer, kept.head], [1, 1], 'the reader\u2019s head was not kept');
+    assert.match(page.url(), /[#&]l=1&h=1/);
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+});

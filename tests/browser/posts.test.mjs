@@ -1,0 +1,405 @@
+// The series' posts in Debian's Chromium: heads.html, confident.html and vocabulary.html each
+// load without errors; every number they print equals one computed here independently (from the
+// engine's attention rows in the page, or from the native CLI tokenizer); the rows they read sum
+// to 1 within 1e-6; head labels are visible text, not hover titles; at 360 px nothing scrolls
+// sideways; typed text is inert (never markup); the URL hash carries the state as data; and
+// screenshots at 1280 and 390 px go to test-artifacts/. Needs the assembled site
+// (node scripts/site/build_site.mjs) and, for the vocabulary post, build/native/attention-cli.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { launchChromium, ROW_SUM_TOLERANCE, serve } from './harness.mjs';
+import { SENTENCE_SET } from '../../web/posts/sentences.js';
+import { failureCause, typeBack } from '../../web/posts/survival.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const web = join(root, 'web');
+const artifacts = join(root, 'test-artifacts');
+const cli = join(root, 'build', 'native', 'attention-cli');
+const vocabPath = join(root, 'model_data', 'vocab.txt');
+const LOAD_TIMEOUT_MS = 90000;
+const HOSTILE = '<img src=x onerror="window.__injected=1"><script>window.__injected=2</script><b>bold</b> it was';
+
+let server;
+let baseUrl;
+let browser;
+
+before(async () => {
+  assert.ok(existsSync(join(web, 'models', 'manifest.json')), 'web/models/manifest.json is missing: run node scripts/site/build_site.mjs first.');
+  mkdirSync(artifacts, { recursive: true });
+  server = await serve(web);
+  baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+async function openPost(path, { width = 1280, height = 900 } = {}) {
+  const context = await browser.newContext({ viewport: { width, height } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  await page.goto(baseUrl + path);
+  return { page, context, errors };
+}
+
+const ready = (page, selector) => page.locator(`${selector}[data-ready="true"]`).waitFor({ state: 'attached', timeout: LOAD_TIMEOUT_MS });
+
+async function noSideScroll(page, name) {
+  const over = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.ok(over <= 0, `${name} scrolls sideways by ${over} px at 360 px`);
+}
+
+// Full-page pictures at desktop and phone widths, once the post and its figure (`figure`: a
+// widget's tag and a selector inside its shadow root) have drawn.
+async function screenshots(path, name, waitFor, figure = null) {
+  for (const width of [1280, 390]) {
+    const { page, context, errors } = await openPost(path, { width });
+    for (const selector of waitFor) await ready(page, selector);
+    if (figure) {
+      await page.waitForFunction(([tag, inner]) => document.querySelector(tag)?.shadowRoot?.querySelector(inner), figure, { timeout: LOAD_TIMEOUT_MS });
+    }
+    // The article's stylesheet skips painting figures off screen (content-visibility: auto),
+    // which a full-page picture would show as blank space.
+    await page.addStyleTag({ content: 'attention-heads, attention-compare { content-visibility: visible !important; }' });
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: join(artifacts, `post-${name}-${width}.png`), fullPage: true });
+    assert.deepEqual(errors, []);
+    await context.close();
+  }
+}
+
+// Labels are visible text: every chip shown, with its text, and no label left to a title.
+async function labelsVisible(page, scope) {
+  const chips = page.locator(`${scope} span.label[data-kind]`);
+  const count = await chips.count();
+  assert.ok(count > 0, `no head labels in ${scope}`);
+  const texts = await chips.allTextContents();
+  assert.ok(texts.every((t) => /^(previous-token|next-token|\[CLS\]\/\[SEP\] sink|self|punctuation|broad|mixed)$/.test(t)), texts.join(','));
+  for (let k = 0; k < Math.min(count, 5); ++k) assert.ok(await chips.nth(k).isVisible());
+}
+
+// Typed text goes in as text: nothing it spells becomes an element or runs.
+async function assertInert(page) {
+  const found = await page.evaluate(() => ({
+    injected: window.__injected ?? null,
+    img: document.querySelectorAll('main img').length,
+    script: document.querySelectorAll('main script').length,
+    bold: [...document.querySelectorAll('main b')].filter((b) => b.textContent === 'bold').length,
+  }));
+  assert.deepEqual(found, { injected: null, img: 0, script: 0, bold: 0 });
+}
+
+// Per head over results, computed from the attention rows themselves (not the core's row
+// statistics): rows, the previous/next/sink/self/punctuation argmax counts, word rows and their
+// next/previous counts, the largest deviation of a row sum from 1, and the core's rule's label.
+function pageCounts(page, sentences) {
+  return page.evaluate(async (texts) => {
+    const { getEngine } = await import('/engine/engine.js');
+    const { attentionRow, headLabel, ROLE } = await import('/engine/result.js');
+    const engine = await getEngine();
+    const results = [];
+    for (const text of texts) results.push(await engine.analyze(text));
+    const out = [];
+    let worstSum = 0;
+    const { layers, heads } = results[0];
+    for (let layer = 0; layer < layers; ++layer) {
+      for (let head = 0; head < heads; ++head) {
+        const c = { layer, head, rows: 0, previous: 0, next: 0, sink: 0, self: 0, punctuation: 0, words: 0, wordNext: 0, wordPrevious: 0, ne: 0, coreLabels: [] };
+        for (const r of results) {
+          c.coreLabels.push(headLabel(r, layer, head));
+          for (let i = 0; i < r.n; ++i) {
+            const row = attentionRow(r, layer, head, i);
+            let j = 0;
+            let sum = 0;
+            let entropy = 0;
+            for (let k = 0; k < r.n; ++k) {
+              sum += row[k];
+              if (row[k] > row[j]) j = k;
+              if (row[k] > 0) entropy -= row[k] * Math.log(row[k]);
+            }
+            worstSum = Math.max(worstSum, Math.abs(sum - 1));
+            c.rows += 1;
+            c.ne += r.n > 1 ? entropy / Math.log(r.n) : 0;
+            c.previous += j === i - 1;
+            c.next += j === i + 1;
+            c.sink += r.roles[j] === ROLE.cls || r.roles[j] === ROLE.sep;
+            c.self += j === i;
+            c.punctuation += r.roles[j] === ROLE.punctuation;
+            if (r.roles[i] === ROLE.ordinary) {
+              c.words += 1;
+              c.wordNext += j === i + 1;
+              c.wordPrevious += j === i - 1;
+            }
+          }
+        }
+        out.push(c);
+      }
+    }
+    return { heads: out, worstSum };
+  }, sentences);
+}
+
+// The core's label rule (wasm/core/analysis.h), written out again here.
+function ruleLabel(c) {
+  if (c.ne / c.rows >= 0.9) return 'broad';
+  const candidates = [['previous-token', c.previous], ['next-token', c.next], ['[CLS]/[SEP] sink', c.sink], ['self', c.self], ['punctuation', c.punctuation]];
+  let best = candidates[0];
+  for (const x of candidates) if (x[1] > best[1]) best = x;
+  return best[1] / c.rows >= 0.5 ? best[0] : 'mixed';
+}
+
+async function tableRows(page, scope) {
+  return page.locator(`table.data[data-scope="${scope}"] tbody tr`).evaluateAll((trs) => trs.map((tr) => ({ ...tr.dataset })));
+}
+
+const close = (a, b, what) => assert.ok(Math.abs(Number(a) - Number(b)) < 1e-9, `${what}: page ${a}, expected ${b}`);
+
+describe('the series\u2019 posts', { timeout: 600000 }, () => {
+  test('heads.html: every head\u2019s counts and labels equal the engine\u2019s; permalinks; hostile input; 360 px', async () => {
+    const { page, context, errors } = await openPost('heads.html');
+    await ready(page, '#set-table');
+    await ready(page, '#yours');
+    const set = await pageCounts(page, [...SENTENCE_SET]);
+    assert.ok(set.worstSum <= ROW_SUM_TOLERANCE, `a row sums to 1 \u00b1 ${set.worstSum}`);
+    const shown = await tableRows(page, 'set');
+    assert.equal(shown.length, set.heads.length);
+    shown.forEach((row, k) => {
+      const c = set.heads[k];
+      assert.deepEqual([Number(row.layer), Number(row.head)], [c.layer, c.head]);
+      assert.equal(row.label, ruleLabel(c), `L${c.layer + 1} H${c.head + 1}`);
+      close(row.next, c.wordNext / c.words, 'next share');
+      close(row.previous, c.wordPrevious / c.words, 'previous share');
+      close(row.positional, (c.previous + c.next) / c.rows, 'positional share');
+      close(row.sink, c.sink / c.rows, 'sink share');
+    });
+    // The title's counts: heads whose word rows say the next (previous) word at least 90% of the time.
+    const onlyNext = set.heads.filter((c) => c.wordNext / c.words >= 0.9).length;
+    const onlyPrevious = set.heads.filter((c) => c.wordPrevious / c.words >= 0.9).length;
+    const words = ['No', 'One', 'Two', 'Three', 'Four', 'Five', 'Six'];
+    const title = await page.locator('h1').textContent();
+    assert.match(title, new RegExp(`^${['Sixteen'][0]} heads`));
+    assert.match(title, new RegExp(`${words[onlyNext]} says? only \u201cthe next word\u201d, ${words[onlyPrevious].toLowerCase()} only \u201cthe previous word\u201d`));
+    assert.match(await page.locator('[data-fact="onlyNext"]').textContent(), new RegExp(`^${onlyNext} `));
+    // The reader's sentence: the core's own label for each head, and the same counts.
+    const yours = await pageCounts(page, [SENTENCE_SET[0]]);
+    (await tableRows(page, 'yours')).forEach((row, k) => {
+      assert.equal(row.label, yours.heads[k].coreLabels[0]);
+      assert.equal(ruleLabel(yours.heads[k]), yours.heads[k].coreLabels[0], 'the rule written out here differs from the core\u2019s');
+      close(row.next, yours.heads[k].wordNext / yours.heads[k].words, 'next share (yours)');
+    });
+    await labelsVisible(page, '#set-table');
+    await labelsVisible(page, '#yours');
+    // The widget draws the same sentence.
+    await page.waitForFunction(() => document.querySelector('attention-heads')?.shadowRoot?.querySelector('.multiples'), null, { timeout: LOAD_TIMEOUT_MS });
+
+    // Hostile input, then the permalink it made.
+    await page.fill('#sentence', HOSTILE);
+    await page.press('#sentence', 'Enter');
+    await page.waitForFunction((s) => document.getElementById('yours').dataset.sentence === s, HOSTILE);
+    await assertInert(page);
+    assert.ok((await page.locator('#yours table caption').textContent()).length > 0);
+    const link = page.url();
+    assert.equal(new URLSearchParams(new URL(link).hash.slice(1)).get('s'), HOSTILE);
+    // An empty sentence is refused with a message; the table stays.
+    await page.fill('#sentence', '   ');
+    await page.press('#sentence', 'Enter');
+    assert.match(await page.locator('#yours .error-line').first().textContent(), /Type a sentence/);
+    assert.equal(await page.locator('#yours').getAttribute('data-sentence'), HOSTILE);
+    assert.deepEqual(errors, []);
+    await context.close();
+
+    const second = await openPost(new URL(link).pathname.slice(1) + new URL(link).hash, { width: 360, height: 740 });
+    await ready(second.page, '#yours');
+    assert.equal(await second.page.locator('#yours').getAttribute('data-sentence'), HOSTILE);
+    await assertInert(second.page);
+    await noSideScroll(second.page, 'heads.html');
+    assert.deepEqual(second.errors, []);
+    await second.context.close();
+    await screenshots('heads.html', 'heads', ['#set-table', '#yours'], ['attention-heads', '.multiples']);
+  });
+
+  test('confident.html: the most confident head for every word equals the engine\u2019s; the shares; permalinks; 360 px', async () => {
+    const { page, context, errors } = await openPost('confident.html');
+    await ready(page, '#winners');
+    await ready(page, '#yours');
+    // For every word of the set: the head of largest ratio to uniform, from the attention rows.
+    const expected = await page.evaluate(async (texts) => {
+      const { getEngine } = await import('/engine/engine.js');
+      const { attentionRow, ROLE } = await import('/engine/result.js');
+      const engine = await getEngine();
+      const words = [];
+      let worstSum = 0;
+      for (const text of texts) {
+        const r = await engine.analyze(text);
+        for (let i = 0; i < r.n; ++i) {
+          if (r.roles[i] !== ROLE.ordinary) continue;
+          let best = null;
+          for (let layer = 0; layer < r.layers; ++layer) {
+            for (let head = 0; head < r.heads; ++head) {
+              const row = attentionRow(r, layer, head, i);
+              let j = 0;
+              let sum = 0;
+              for (let k = 0; k < r.n; ++k) {
+                sum += row[k];
+                if (row[k] > row[j]) j = k;
+              }
+              worstSum = Math.max(worstSum, Math.abs(sum - 1));
+              if (!best || row[j] * r.n > best.ratio) best = { layer, head, argmax: j, max: row[j], ratio: row[j] * r.n };
+            }
+          }
+          words.push({ text, token: i, ...best, positional: Math.abs(best.argmax - i) === 1 });
+        }
+      }
+      return { words, worstSum };
+    }, [...SENTENCE_SET]);
+    assert.ok(expected.worstSum <= ROW_SUM_TOLERANCE);
+    const positional = expected.words.filter((w) => w.positional).length;
+    const total = expected.words.length;
+    assert.equal(await page.locator('[data-fact="titleCounts"]').textContent(), `for ${positional} of ${total} words in ${SENTENCE_SET.length} sentences`);
+    assert.equal(await page.locator('[data-fact="positionalShare"]').textContent(), `${((100 * positional) / total).toFixed(1)}%`);
+    const claim = await page.locator('[data-fact="titleClaim"]').textContent();
+    assert.equal(claim, positional / total >= 0.5 ? 'The most confident head is a positional one' : 'The most confident head is not always a positional one');
+    // The winners' table: each winner's count of words.
+    const wins = new Map();
+    for (const w of expected.words) wins.set(`${w.layer},${w.head}`, (wins.get(`${w.layer},${w.head}`) ?? 0) + 1);
+    for (const row of await tableRows(page, 'winners')) assert.equal(Number(row.wins), wins.get(`${row.layer},${row.head}`));
+    // The reader's sentence, word by word.
+    const first = expected.words.filter((w) => w.text === SENTENCE_SET[0]);
+    const rows = await tableRows(page, 'words');
+    assert.equal(rows.length, first.length);
+    rows.forEach((row, k) => {
+      const w = first[k];
+      assert.deepEqual([Number(row.token), Number(row.layer), Number(row.head), Number(row.argmax)], [w.token, w.layer, w.head, w.argmax]);
+      close(row.max, w.max, 'largest weight');
+      assert.equal(row.positional, String(w.positional));
+      assert.ok(!['previous-token', 'next-token', 'self', '[CLS]/[SEP] sink'].includes(row.contentLabel), `content head labelled ${row.contentLabel}`);
+    });
+    await labelsVisible(page, '#winners');
+    await labelsVisible(page, '#yours');
+    // The compare figure's rows sum to 1.
+    await page.waitForFunction(() => document.querySelector('attention-compare')?.shadowRoot?.querySelector('table.bars tbody tr'), null, { timeout: LOAD_TIMEOUT_MS });
+    const sums = await page.locator('attention-compare').evaluate((el) => [...el.shadowRoot.querySelectorAll('table.bars')].map((t) => [...t.querySelectorAll('tbody tr')].reduce((a, tr) => a + Number(tr.dataset.value), 0)));
+    assert.ok(sums.length >= 2 && sums.every((s) => Math.abs(s - 1) <= ROW_SUM_TOLERANCE), `compare rows sum to ${sums}`);
+
+    // Value-weighted (a_ij x ||W_O v_j||): the positional count, from the bindings' value norms.
+    await ready(page, '#value-weighted');
+    const vwPositional = await page.evaluate(async (texts) => {
+      const { createEngine } = await import('/engine/engine.js');
+      const { ROLE } = await import('/engine/result.js');
+      const engine = await createEngine({});
+      let positional = 0;
+      for (const text of texts) {
+        const r = engine._native.analyzeAblated(text, 0, engine._module.OUTPUT_VALUE_NORMS, '');
+        const a = r.attention;
+        const v = r.value_norms;
+        for (let i = 0; i < r.n; ++i) {
+          if (r.roles[i] !== ROLE.ordinary) continue;
+          let best = null;
+          for (let lh = 0; lh < r.layers * r.heads; ++lh) {
+            let total = 0;
+            let max = -1;
+            let at = 0;
+            for (let j = 0; j < r.n; ++j) {
+              const w = a[(lh * r.n + i) * r.n + j] * v[lh * r.n + j];
+              total += w;
+              if (w > max) {
+                max = w;
+                at = j;
+              }
+            }
+            if (!best || max / total > best.ratio) best = { ratio: max / total, at };
+          }
+          positional += Math.abs(best.at - i) === 1;
+        }
+      }
+      return positional;
+    }, [...SENTENCE_SET]);
+    assert.equal(await page.locator('#value-weighted').getAttribute('data-positional'), String(vwPositional));
+    assert.match(await page.locator('[data-fact="vwPositional"]').textContent(), new RegExp(`^${vwPositional} of ${total}$`));
+
+    // A word's link is a permalink: sentence and word in the hash.
+    const target = rows[3];
+    await page.locator(`table.data[data-scope="words"] tbody tr[data-token="${target.token}"] a`).click();
+    await page.waitForFunction((t) => document.querySelector(`table.data[data-scope="words"] tr[data-token="${t}"]`)?.getAttribute('aria-current') === 'true', target.token);
+    const params = new URLSearchParams(new URL(page.url()).hash.slice(1));
+    assert.deepEqual([params.get('s'), params.get('w')], [SENTENCE_SET[0], target.token]);
+    await page.fill('#sentence', HOSTILE);
+    await page.press('#sentence', 'Enter');
+    await page.waitForFunction((s) => document.getElementById('yours').dataset.sentence === s, HOSTILE);
+    await assertInert(page);
+    assert.deepEqual(errors, []);
+    await context.close();
+
+    const second = await openPost(`confident.html#${new URLSearchParams({ s: SENTENCE_SET[1], w: '4' })}`, { width: 360, height: 740 });
+    await ready(second.page, '#yours');
+    assert.equal(await second.page.locator('table.data[data-scope="words"] tr[aria-current="true"]').getAttribute('data-token'), '4');
+    await noSideScroll(second.page, 'confident.html');
+    assert.deepEqual(second.errors, []);
+    await second.context.close();
+    await screenshots('confident.html', 'confident', ['#winners', '#yours'], ['attention-compare', 'table.bars']);
+  });
+
+  test('vocabulary.html: the survival count and causes equal the CLI tokenizer\u2019s; the playground; permalinks; 360 px', async () => {
+    assert.ok(existsSync(cli), `${cli} is missing: run scripts/build.sh native`);
+    const vocab = readFileSync(vocabPath, 'utf8').split('\n').slice(0, -1);
+    const cliIds = (texts) => {
+      const lines = execFileSync(cli, ['tokenize', '--vocab', vocabPath, '--lines'], { input: `${texts.join('\n')}\n`, maxBuffer: 1 << 28 }).toString().split('\n');
+      return texts.map((_, k) => lines[k].trim().split(' ').map(Number));
+    };
+    const cliTokens = (text) => JSON.parse(execFileSync(cli, ['tokenize', '--vocab', vocabPath, '--json', '-'], { input: text }).toString()).tokens;
+    const native = await typeBack(vocab, cliIds);
+    const causes = {};
+    for (const f of native.failures) {
+      const cause = failureCause(f, cliTokens(f.text), vocab.indexOf('[UNK]'));
+      causes[cause] = (causes[cause] ?? 0) + 1;
+    }
+
+    const { page, context, errors } = await openPost('vocabulary.html');
+    await ready(page, '#groups');
+    assert.equal(await page.locator('body').getAttribute('data-failed'), String(native.failures.length));
+    assert.equal(await page.locator('[data-fact="titleCounts"]').textContent(), `${native.failures.length.toLocaleString('en-US')} of 30,522, typed back in your browser`);
+    assert.equal(await page.locator('[data-fact="survivors"]').textContent(), native.survivors.toLocaleString('en-US'));
+    const shown = Object.fromEntries(await page.locator('#groups [data-cause]').evaluateAll((els) => els.map((e) => [e.dataset.cause, Number(e.dataset.count)])));
+    for (const [cause, count] of Object.entries(causes)) assert.equal(shown[cause], count, cause);
+    assert.equal(shown.greedy ?? 0, causes.greedy ?? 0);
+    assert.match(await page.locator('[data-fact="typedMs"]').textContent(), /^[\d,]+ ms$/);
+
+    // The playground: its pieces equal the CLI's for the default text and for typed text.
+    await ready(page, '#pieces-out');
+    const check = async (text) => {
+      await page.waitForFunction((t) => document.getElementById('pieces-out')?.dataset.text === t, text);
+      const ids = await page.locator('#pieces-out .piece').evaluateAll((els) => els.map((e) => Number(e.dataset.id)));
+      assert.deepEqual(ids, cliTokens(text).map((t) => t.id), text);
+    };
+    await check(await page.locator('#typed').inputValue());
+    const notes = (await page.locator('table.data[data-scope="pieces"] tbody').textContent());
+    assert.match(notes, /accents stripped: \u201cCaf\u00e9\u201d \u2192 \u201ccafe\u201d/);
+    assert.match(notes, /\[UNK\]/);
+    assert.match(notes, /CJK ideograph/);
+    await page.fill('#typed', HOSTILE);
+    await check(HOSTILE);
+    await assertInert(page);
+    await page.locator('#typed').dispatchEvent('change');
+    await page.waitForFunction((t) => new URLSearchParams(location.hash.slice(1)).get('t') === t, HOSTILE);
+    assert.deepEqual(errors, []);
+    await context.close();
+
+    const typed = 'Déjà\u200bvu 東京 🙂';
+    const second = await openPost(`vocabulary.html#${new URLSearchParams({ t: typed })}`, { width: 360, height: 740 });
+    await ready(second.page, '#pieces-out');
+    assert.equal(await second.page.locator('#typed').inputValue(), typed);
+    assert.match(await second.page.locator('#pieces-out').textContent(), /Removed before matching .*U\+200B/);
+    await noSideScroll(second.page, 'vocabulary.html');
+    assert.deepEqual(second.errors, []);
+    await second.context.close();
+    await screenshots('vocabulary.html', 'vocabulary', ['#groups', '#pieces-out']);
+  });
+});

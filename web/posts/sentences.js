@@ -1,0 +1,30 @@
+// The fixed sentence set the series' posts compute over: the article's four presets and twenty
+// more written for these pages (none is taken from the model's training text). A post computes
+// every count over this set live, with the loaded model; the reader's own sentence is shown
+// beside it, never mixed into it.
+import { PRESETS } from '../state.js';
+
+export const WRITTEN_FOR_THE_SERIES = Object.freeze([
+  'The old bridge was closed after the storm damaged its supports.',
+  'My sister bought a bicycle, but she rides it only on weekends.',
+  'When the bell rang, the children ran out into the yard.',
+  'He forgot his umbrella, so he arrived at the office soaking wet.',
+  'The committee will announce its decision next Thursday.',
+  'A small dog barked at the postman every morning.',
+  'They planted tomatoes near the fence where the sun is strongest.',
+  'The recipe calls for two eggs, a cup of flour and some butter.',
+  'Nobody expected the quiet student to win the debate.',
+  'The train to the coast leaves from platform four at noon.',
+  'She wrote the letter twice before she was happy with it.',
+  'Heavy snow kept the roads closed for most of the week.',
+  'The museum keeps its oldest maps in a cool, dark room.',
+  'If you press this button, the machine stops at once.',
+  'Our neighbours painted their front door a bright shade of green.',
+  'The doctor asked him how long the pain had lasted.',
+  'Birds gathered on the wire as the evening grew colder.',
+  'The library lends books, films and even musical instruments.',
+  'After the long meeting, everyone wanted a cup of coffee.',
+  'The river rose quickly, and the farmers moved their cattle uphill.',
+]);
+
+export const SENTENCE_SET = Object.freeze([...PRESETS, ...WRITTEN_FOR_THE_SERIES]);
