@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { buildEmbed } from './build_embed.mjs';
 import { copyWithBanner, ENGINE_BANNER } from './licence_banners.mjs';
 import { makeExamples } from './make_examples.mjs';
+import { PRESETS } from '../../web/state.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
@@ -71,6 +72,26 @@ if (models[REFERENCE] && models[COMPACT]) {
   const bytes = readFileSync(naivePath);
   models[NAIVE] = { file: `${NAIVE}.attn`, bytes: bytes.length, sha256: sha256(bytes) };
 }
+// The page runs the compact model in the split layout (model_data/README.md, "Split layout for
+// the page"): a core file without the word-embedding rows, and shards of ROWS_PER_SHARD rows
+// fetched as a sentence needs them. The shards of the sentence the article opens on are named in
+// the manifest, so the engine fetches them with the core (the other presets' come on a click).
+const ROWS_PER_SHARD = 32;
+const cli = join(root, 'build', 'native', 'attention-cli');
+if (models[COMPACT]) {
+  execFileSync(process.env.PY ?? '/usr/bin/python3', ['-m', 'scripts.model.split_model', 'split', join(modelsDir, `${COMPACT}.attn`), modelsDir, '--rows-per-shard', String(ROWS_PER_SHARD)], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  const core = readFileSync(join(modelsDir, `${COMPACT}.core.attn`));
+  const folder = `${COMPACT}.rows`;
+  const shardFiles = readdirSync(join(modelsDir, folder)).filter((f) => f.endsWith('.bin')).sort();
+  const shardBytes = shardFiles.reduce((sum, f) => sum + statSync(join(modelsDir, folder, f)).size, 0);
+  let preload = [];
+  if (existsSync(cli)) {
+    const lines = execFileSync(cli, ['tokenize', '--vocab', join(root, 'model_data', 'vocab.txt'), '--lines'], { input: `${PRESETS[0]}\n` }).toString();
+    preload = [...new Set(lines.trim().split('\n').flatMap((line) => line.trim().split(/\s+/).map((id) => Math.floor(Number(id) / ROWS_PER_SHARD))))].sort((a, b) => a - b);
+  }
+  models[COMPACT].core = { file: `${COMPACT}.core.attn`, bytes: core.length, sha256: sha256(core) };
+  models[COMPACT].shards = { folder: `${folder}/`, rows_per_shard: ROWS_PER_SHARD, count: shardFiles.length, bytes: shardBytes, preload };
+}
 const names = Object.keys(models);
 if (!names.length) {
   console.error('build_site: no model file (*.attn) in model_data/ and none given with --model.');
@@ -96,7 +117,6 @@ await buildEmbed();
 console.log(`build_site: engine ${wasm.length} bytes; models ${names.map((n) => `${n} (${models[n].bytes} bytes)`).join(', ')}; default ${chosen}`);
 
 // The article draws these before the engine has loaded; they need the native CLI.
-const cli = join(root, 'build', 'native', 'attention-cli');
 if (existsSync(cli)) {
   await makeExamples({ manifestPath: join(modelsDir, 'manifest.json'), outDir: join(root, 'web', 'examples'), cli });
 } else {

@@ -44,7 +44,8 @@ export async function makeExamples({ manifestPath, outDir, cli }) {
     // The engine in Node, from a manifest of file URLs next to the real one.
     const nodeManifest = {
       default: key,
-      models: { [key]: { ...entry, file: pathToFileURL(modelPath).href } },
+      // The single file: the examples' numbers are the split layout's too (bit-identical rows).
+      models: { [key]: { ...entry, file: pathToFileURL(modelPath).href, core: undefined, shards: undefined } },
       engine: {
         ...manifest.engine,
         glue: pathToFileURL(resolve(base, manifest.engine.glue)).href,

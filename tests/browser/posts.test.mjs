@@ -289,12 +289,14 @@ describe('the series\u2019 posts', { timeout: 600000 }, () => {
     const sums = await page.locator('attention-compare').evaluate((el) => [...el.shadowRoot.querySelectorAll('table.bars')].map((t) => [...t.querySelectorAll('tbody tr')].reduce((a, tr) => a + Number(tr.dataset.value), 0)));
     assert.ok(sums.length >= 2 && sums.every((s) => Math.abs(s - 1) <= ROW_SUM_TOLERANCE), `compare rows sum to ${sums}`);
 
-    // Value-weighted (a_ij x ||W_O v_j||): the positional count, from the bindings' value norms.
+    // Value-weighted (a_ij x ||W_O v_j||): the positional count, from the bindings' value norms
+    // read directly.
     await ready(page, '#value-weighted');
     const vwPositional = await page.evaluate(async (texts) => {
       const { createEngine } = await import('/engine/engine.js');
       const { ROLE } = await import('/engine/result.js');
-      const engine = await createEngine({});
+      // An engine of its own on the single file (all rows in): independent of the page's.
+      const engine = await createEngine({ single: true });
       let positional = 0;
       for (const text of texts) {
         const r = engine._native.analyzeAblated(text, 0, engine._module.OUTPUT_VALUE_NORMS, '');

@@ -165,6 +165,19 @@ class Engine {
     return list;
   }
 
+  // The masked-LM head's k best tokens at one position of text, analysed again with that
+  // position replaced by [MASK] (when masked) and heads removed ("L.H,..." counted from 1).
+  val PredictMasked(const std::string& text, int position, int k, bool masked, const std::string& removed) {
+    if (!loaded_) return ErrorObject("No model is loaded.");
+    attn::AnalysisOptions options;
+    options.outputs = 0;
+    if (masked) options.masked_positions.push_back(position);
+    attn::Status status = attn::ParseHeadList(removed, loaded_->model().config(), &options.removed_heads);
+    if (status.ok()) status = attn::AnalyzeText(*loaded_, text, options, &analysis_);
+    if (!status.ok()) return ErrorObject(status.message());
+    return TopPredictions(position, k);
+  }
+
   // The masked-LM head's k best tokens for one position of the last analyze call.
   val TopPredictions(int position, int k) const {
     if (!loaded_) return ErrorObject("No model is loaded.");
@@ -255,5 +268,6 @@ EMSCRIPTEN_BINDINGS(attention_engine) {
       .function("missingShards", &Engine::MissingShards)
       .function("vocabulary", &Engine::Vocabulary)
       .function("topPredictions", &Engine::TopPredictions)
+      .function("predictMasked", &Engine::PredictMasked)
       .function("memoryInfo", &Engine::MemoryInfo);
 }

@@ -302,13 +302,27 @@ function checkSchema(module) {
   }
 }
 
+// Shard k of a split model ({baseUrl, coreSha}): from the Cache API if an earlier visit kept it,
+// else downloaded. The caller caches it once the core has accepted it.
+async function fetchShard(shards, k) {
+  const url = new URL(`${String(k).padStart(5, '0')}.bin`, shards.baseUrl).href;
+  const cacheKey = `${url}?core=${shards.coreSha}`;
+  const cache = await openCache();
+  const hit = cache ? await cache.match(cacheKey) : undefined;
+  const bytes = hit ? new Uint8Array(await hit.arrayBuffer()) : await fetchBytes(url);
+  return { url, cacheKey, cache, cached: Boolean(hit), bytes };
+}
+
 // One loaded model in this thread. analyze() returns a frozen plain object of copied typed
 // arrays in the result schema (read it through ./result.js); hidden_states, queries and keys are
 // requested from the core and copied only for analyze(text, {vectors: true}).
 export class AttentionEngine {
-  constructor(module, native, info, timings, memoBytes = MEMO_BYTES) {
+  constructor(module, native, info, timings, memoBytes = MEMO_BYTES, shards = null) {
     this._module = module;
     this._native = native;
+    // The split layout: {baseUrl, coreSha, count}; null for a single model file.
+    this._shards = shards;
+    this.shardStats = { requests: 0, bytes: 0 };
     this._memo = new Memo(memoBytes);
     this._current = null;  // {text, vectors} of the analysis the native side holds
     this._failure = null;
@@ -353,10 +367,75 @@ export class AttentionEngine {
     return Object.freeze(result);
   }
 
-  // The masked-LM head's k most likely tokens at one position of text.
-  predict(text, position, k = 5) {
+  // A model in the split layout analyses a text only once the word-embedding rows of its tokens
+  // are in: this fetches the shards that are missing (six at a time; from the Cache API when a
+  // visit already fetched them) and hands each to the core, which checks it against the core
+  // file. all: every shard (the masked-LM head scores the whole vocabulary). A shard is cached
+  // only after the core accepted it. A no-op for a single model file.
+  async ensureRows(text, { all = false, onProgress = () => {} } = {}) {
+    if (!this._shards) return;
+    checkText(text ?? '', this.info);
+    const missing = all
+      ? Array.from({ length: this._shards.count }, (_, k) => k).filter((k) => !this._loadedShards?.has(k))
+      : Array.from(this._nativeCall('missingShards', text, 0));
+    let done = 0;
+    const queue = missing.slice();
+    const worker = async () => {
+      while (queue.length) {
+        const k = queue.shift();
+        await this._loadShard(k);
+        onProgress({ phase: 'rows', loaded: ++done, total: missing.length, percent: (100 * done) / missing.length });
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(6, missing.length) }, worker));
+  }
+
+  async _loadShard(k, prefetched = null) {
+    this._loadedShards ??= new Set();
+    if (this._loadedShards.has(k)) return;
+    const shard = await (prefetched ?? fetchShard(this._shards, k));
+    if (!shard.cached) {
+      this.shardStats.requests += 1;
+      this.shardStats.bytes += shard.bytes.length;
+    }
+    const message = this._nativeCall('loadShard', shard.bytes);
+    if (message) {
+      throw new EngineError('model', `The word-embedding rows ${shard.url} could not be used: ${message}. Retry; if it happens again, the site serves a damaged or mismatched file.`);
+    }
+    this._loadedShards.add(k);
+    if (shard.cache && !shard.cached) {
+      try {
+        await shard.cache.put(shard.cacheKey, new Response(shard.bytes, { headers: { 'content-type': 'application/octet-stream' } }));
+      } catch {
+        // A full or refused cache only costs the next visit a download.
+      }
+    }
+  }
+
+  // Heads removed ("L.H,...", counted from 1) and value norms: an analysis that is not memoised.
+  analyzeAblated(text, { removed = '', valueNorms = false } = {}) {
     checkText(text, this.info);
-    if (this._current?.text !== text) this._run(text, false);
+    const outputs = valueNorms ? this._module.OUTPUT_VALUE_NORMS : 0;
+    const raw = this._nativeCall('analyzeAblated', text, 0, outputs, String(removed));
+    this._current = null;
+    if (raw.error !== undefined) throw new EngineError('input', raw.error);
+    const result = { text, removed };
+    for (const [key, value] of Object.entries(raw)) result[key] = ArrayBuffer.isView(value) ? value.slice() : value;
+    this._current = { text, removed };
+    return Object.freeze(result);
+  }
+
+  // The masked-LM head's k most likely tokens at one position of text; masked: that position is
+  // replaced by [MASK] before the forward pass; removed: heads to remove as in analyzeAblated.
+  predict(text, position, k = 5, { masked = false, removed = '' } = {}) {
+    checkText(text, this.info);
+    if (masked || removed) {
+      const raw = this._nativeCall('predictMasked', text, position, k, Boolean(masked), String(removed));
+      this._current = null;
+      if (!Array.isArray(raw)) throw new EngineError('input', raw.error);
+      return raw;
+    }
+    if (this._current?.text !== text || this._current?.removed) this._run(text, false);
     const list = this._native.topPredictions(position, k);
     if (!Array.isArray(list)) throw new EngineError('input', list.error);
     return list;
@@ -409,10 +488,18 @@ export class AttentionEngine {
 
 // What the page's engine thread (./worker.js) and the in-thread host do for a request: the
 // operations an EngineClient can ask of its engine.
-export function runEngineOperation(engine, op, args) {
+export async function runEngineOperation(engine, op, args) {
   switch (op) {
-    case 'analyze': return engine.analyze(args.text, { vectors: args.vectors });
-    case 'predict': return engine.predict(args.text, args.position, args.k);
+    case 'analyze':
+      await engine.ensureRows(args.text);
+      return engine.analyze(args.text, { vectors: args.vectors });
+    case 'analyzeAblated':
+      await engine.ensureRows(args.text);
+      return engine.analyzeAblated(args.text, { removed: args.removed, valueNorms: args.valueNorms });
+    case 'predict':
+      await engine.ensureRows(args.text, { all: true });
+      return engine.predict(args.text, args.position, args.k, { masked: args.masked, removed: args.removed });
+    case 'shardStats': return { ...engine.shardStats, loaded: engine._loadedShards?.size ?? 0, count: engine._shards?.count ?? 0 };
     case 'memory': return engine.memoryInfo();
     case 'tokenize': return engine.tokenize(args.text, args.maxLength);
     case 'tokenizeMany': return engine.tokenizeMany(args.texts, args.maxLength);
@@ -467,13 +554,17 @@ async function instantiate(createModule, compiled) {
 // The glue, the wasm and the model download at once; the wasm compiles while it arrives and is
 // instantiated while the model is still downloading, so that what is left after the model's
 // last byte is the core reading the file (LoadedModel::FromBuffer).
-export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifest: given, model, modelUrl, engineUrl, onProgress = () => {}, memoBytes = MEMO_BYTES } = {}) {
+export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifest: given, model, modelUrl, engineUrl, single = false, onProgress = () => {}, memoBytes = MEMO_BYTES } = {}) {
   const t0 = now();
   const manifest = engineUrl && modelUrl ? null : given ?? await loadManifest(manifestUrl);
   const base = new URL(manifestUrl, typeof location === 'undefined' ? HERE : location.href).href;
   const entry = modelUrl ? null : manifest.models?.[model ?? manifest.default];
   if (!modelUrl && !entry) throw new EngineError('model', `The manifest ${manifestUrl} has no model named ${model ?? manifest.default}.`);
-  const resolvedModelUrl = new URL(modelUrl ?? entry.file, base).href;
+  // The split layout (build_site.mjs): the core file, and the shards next to it; `single: true`
+  // asks for the single file instead.
+  const split = !modelUrl && !single && entry.core && entry.shards ? entry : null;
+  const resolvedModelUrl = new URL(modelUrl ?? (split ? entry.core.file : entry.file), base).href;
+  const shardBase = split ? new URL(entry.shards.folder, base).href : null;
   // The manifest's checksum only vouches for the manifest's own engine files.
   const engineEntry = engineUrl ? null : manifest.engine;
   const folder = engineUrl && (engineUrl.endsWith('/') ? engineUrl : `${engineUrl}/`);
@@ -494,9 +585,13 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
     marks.instantiated = now();
     return m;
   });
+  const modelFile = split ? entry.core : entry;
+  // The opening sentence's rows come with the core, in parallel.
+  const shardSource = split ? { baseUrl: shardBase, coreSha: entry.core.sha256 } : null;
+  const preloaded = split ? (entry.shards.preload ?? []).map((k) => fetchShard(shardSource, k).then((shard) => [k, shard], () => null)) : [];
   const modelBytesPromise = fetchBytes(resolvedModelUrl, {
-    cacheKey: entry ? `${resolvedModelUrl}?sha256=${entry.sha256}` : null,
-    expectedBytes: entry?.bytes ?? 0,
+    cacheKey: modelFile ? `${resolvedModelUrl}?sha256=${modelFile.sha256}` : null,
+    expectedBytes: modelFile?.bytes ?? 0,
     onProgress: (p) => onProgress({ phase: 'model', ...p }),
   }).then((bytes) => {
     marks.model = now();
@@ -523,9 +618,10 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
     throw new EngineError('model', `The model file ${resolvedModelUrl} could not be loaded: ${message}`);
   }
   const t3 = now();
-  const info = { ...native.info(), url: resolvedModelUrl, sha256: entry?.sha256 ?? null };
+  const info = { ...native.info(), url: resolvedModelUrl, sha256: modelFile?.sha256 ?? null };
   const t4 = now();
-  return new AttentionEngine(module, native, info, {
+  const shards = split ? { baseUrl: shardBase, coreSha: entry.core.sha256, count: entry.shards.count } : null;
+  const engine = new AttentionEngine(module, native, info, {
     // fetchMs: until both files are here; compileMs: the wasm's download and compilation
     // (streamed: overlapping); parseMs: the core reading the model file; totalMs: the whole.
     fetchMs: Math.max(marks.model, marks.compiled) - t0,
@@ -541,7 +637,12 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
     totalMs: t4 - t0,
     streamed,
     wasmBytes, modelBytes: modelBytes.length,
-  }, memoBytes);
+  }, memoBytes, shards);
+  // A preloaded shard that failed to arrive is fetched again when a sentence needs it.
+  for (const item of await Promise.all(preloaded)) {
+    if (item) await engine._loadShard(item[0], Promise.resolve(item[1]));
+  }
+  return engine;
 }
 
 // ---- Where the page's engines run ----
@@ -566,7 +667,7 @@ class LocalHost {
     const engine = this.engines.get(id);
     if (!engine) throw new EngineError('engine', 'This engine is gone. Reload the page to start it again.');
     try {
-      return runEngineOperation(engine, op, args);
+      return await runEngineOperation(engine, op, args);
     } catch (error) {
       if (engine.failed) error.trapped = true;
       throw error;
@@ -821,10 +922,24 @@ export class EngineClient {
   }
 
   // The masked-LM head's k most likely tokens at one position of text.
-  async predict(text, position, k = 5) {
+  // The masked-LM head's k best entries at one position; options as AttentionEngine.predict's
+  // (masked, removed). A split model first fetches the rest of its word-embedding table.
+  async predict(text, position, k = 5, { masked = false, removed = '' } = {}) {
     checkText(text, this.info);
     if (this._failure) throw this._failure;
-    return this._call('predict', { text, position, k });
+    return this._call('predict', { text, position, k, masked, removed });
+  }
+
+  // Heads removed ("L.H,...", counted from 1) and value norms; not memoised.
+  async analyzeAblated(text, { removed = '', valueNorms = false } = {}) {
+    checkText(text, this.info);
+    if (this._failure) throw this._failure;
+    return this._call('analyzeAblated', { text, removed, valueNorms });
+  }
+
+  // What the split layout has fetched: {requests, bytes, loaded, count}.
+  async shardStats() {
+    return this._call('shardStats', {});
   }
 
   // The core's memory ({allocated_bytes, heap_bytes}) and this memo's (memo_bytes, memo_entries).

@@ -5,7 +5,9 @@
 //   page -> worker: {id, op: 'load', options}           options as createEngine's, with the
 //                                                        page's parsed manifest
 //                   {id, op: 'analyze', engine, text, vectors}
-//                   {id, op: 'predict', engine, text, position, k}
+//                   {id, op: 'analyzeAblated', engine, text, removed, valueNorms}
+//                   {id, op: 'predict', engine, text, position, k, masked, removed}
+//                   {id, op: 'shardStats', engine}
 //                   {id, op: 'memory', engine}
 //                   {id, op: 'tokenize', engine, text, maxLength}, {id, op: 'tokenizeMany',
 //                   engine, texts, maxLength}, {id, op: 'vocabulary', engine}
@@ -42,10 +44,12 @@ async function handle(data) {
     if (!engine) throw new EngineError('engine', 'This engine is gone. Reload the page to start it again.');
     if (op === 'analyze') {
       // A fresh copy every time (no memo here), so its buffers can move to the page.
+      await engine.ensureRows(data.text);
       const result = { ...engine.analyze(data.text, { vectors: data.vectors }) };
       postMessage({ id, ok: result }, transferList(result));
     } else {
-      postMessage({ id, ok: runEngineOperation(engine, op, data) });
+      const result = await runEngineOperation(engine, op, data);
+      postMessage({ id, ok: result }, result && typeof result === 'object' && !Array.isArray(result) ? transferList(result) : []);
     }
   } catch (error) {
     postMessage({ id, error: describe(error), trapped: Boolean(engine?.failed) });

@@ -11,7 +11,6 @@ import {
   sentenceForm, share, writeHash,
 } from './common.js';
 import { attentionRow, ROLE, rowStat } from '../engine/result.js';
-import { valueNorms } from './native.js';
 import { rowRelation, SELECTION_RULE, sharpestAndBroadest } from '../widgets/data.js';
 
 const status = document.getElementById('status');
@@ -133,12 +132,12 @@ async function main() {
     contentRatio: fmt(mean(all, (x) => x.content.ratio_to_uniform), 2),
     rule: SELECTION_RULE,
   });
-  // Value-weighted: needs the bindings' value norms (./native.js); the paragraph keeps its
-  // placeholder wording if this engine build has none.
+  // Value-weighted: the core's value norms (analyzeAblated with valueNorms, no head removed);
+  // the paragraph keeps its placeholder wording if this engine build has none.
   try {
     const weighted = [];
     for (const r of results) {
-      const norms = await valueNorms(engine, r.text);
+      const norms = await engine.analyzeAblated(r.text, { valueNorms: true });
       if (!norms || norms.n !== r.n) throw new Error('no value norms');
       weighted.push(...valueWeightedConfident(r, norms));
     }

@@ -1,9 +1,7 @@
 // The wasm tokenizer on its own, for the vocabulary post: tokenize(text) gives {tokens, truncated,
 // full_length} (tokens as analyze reports them: {id, text, start, end, word}), idsOf(texts) the
 // ids of many texts at once, vocabulary() the model's entries by id. It asks the page's engine
-// (getEngine) for them; an engine that does not offer them yet (they are the bindings'
-// Engine.tokenize and Engine.vocabulary) is replaced by the bindings' object (./native.js).
-import { nativeOf } from './native.js';
+// (getEngine) for them (the bindings' Engine.tokenize and Engine.vocabulary, through the worker).
 
 const ids = (entry) => (Array.isArray(entry) || ArrayBuffer.isView(entry) ? Array.from(entry) : entry.tokens.map((t) => t.id));
 
@@ -27,18 +25,5 @@ export async function tokenizerOf(engine) {
       vocabulary: async () => Array.from(checked(await engine.vocabulary())),
     };
   }
-  const { native, where } = await nativeOf(engine);
-  if (typeof native?.tokenize !== 'function' || typeof native?.vocabulary !== 'function') {
-    throw new Error('This build of the engine has no tokenizer entry point (Engine.tokenize and Engine.vocabulary); rebuild it with scripts/build.sh wasm.');
-  }
-  const tokenize = (text) => {
-    const raw = checked(native.tokenize(text, 0));
-    return { tokens: Array.from(raw.tokens), truncated: raw.truncated, full_length: raw.full_length };
-  };
-  return {
-    where,
-    tokenize: async (text) => tokenize(text),
-    idsOf: async (texts) => texts.map((text) => tokenize(text).tokens.map((t) => t.id)),
-    vocabulary: async () => Array.from(checked(native.vocabulary())),
-  };
+  throw new Error('This engine has no tokenizer entry points (tokenize, vocabulary); rebuild it with scripts/build.sh wasm.');
 }
