@@ -1,5 +1,5 @@
 // The iframe form of a figure, for hosts that allow only iframes: embed.html?widget=row&sentence=
-// ...&word=...&layer=2&head=3 renders one figure from its URL parameters. The parameters are
+// ...&word=...&layer=2&head=3&theme=dark renders one figure from its URL parameters. The parameters are
 // read as data: the widget must be one of the known names, only the figures' own attributes are
 // copied (as attribute values, never markup), and model, manifest and engine addresses must be
 // on this site, so that a link cannot make the frame show numbers from elsewhere.
@@ -33,9 +33,23 @@ function mount() {
     if (SOURCE_ATTRIBUTES.has(name) && !sameOrigin(value)) continue;
     figure.setAttribute(name, BARE_ATTRIBUTES.has(name) ? '' : value);
   }
+  // theme=light|dark (the host's toggle, in the frame's URL): the frame's own page follows it
+  // too, so its scrollbars and background match; auto or none: the reader's setting.
+  const theme = params.get(ATTRIBUTES.theme);
+  if (theme === 'light' || theme === 'dark') document.documentElement.style.colorScheme = theme;
   const sentence = params.get(ATTRIBUTES.sentence);
   if (sentence) document.title = `Attention figure: ${sentence}`;
   document.body.append(figure);
+  // A host's dark toggle may also tell a frame already open, without reloading it:
+  // frame.contentWindow.postMessage({ type: 'attention-theme', theme: 'dark' }, '*').
+  // Only the theme can be set so, to one of its three values.
+  window.addEventListener('message', (event) => {
+    if (event.source !== window.parent || event.data?.type !== 'attention-theme') return;
+    const value = event.data.theme;
+    if (value !== 'light' && value !== 'dark' && value !== 'auto') return;
+    figure.setAttribute(ATTRIBUTES.theme, value);
+    document.documentElement.style.colorScheme = value === 'auto' ? '' : value;
+  });
 }
 
 mount();

@@ -239,10 +239,12 @@ describe('embedding', { timeout: 180000 }, () => {
     await set('row', 'hide-special', '');
     assert.equal(await page.locator('#row table.bars tbody tr:visible').count(), tokens.length - 2);
 
-    // A click in the widget becomes its attribute.
+    // A click in the widget changes what it shows, not the author's attribute (issue 19).
     await page.locator('#row button.chip').nth(2).click();
-    assert.equal(await page.locator('#row').getAttribute('word'), '2');
+    await page.waitForFunction(() => document.getElementById('row').selection?.token === 2);
     await checkRow(page, '#row', { token: 2 });
+    assert.equal(await page.locator('#row').getAttribute('word'), 'sun');
+    assert.equal(await page.locator('#row').evaluate((el) => el.selection.token), 2);
 
     // The other widgets: the heads figure's word, the comparison's heads, the lab's scores.
     await set('heads', 'word', 'keys');
@@ -410,7 +412,7 @@ describe('embedding', { timeout: 180000 }, () => {
     await live(page, '#precision');
     const manifest = JSON.parse(readFileSync(join(web, 'models', 'manifest.json'), 'utf8'));
     const p = manifest.precision;
-    assert.deepEqual(requests.filter(isModel).map((u) => u.split('/').pop()), [manifest.models[p.shipped].file], 'the f32 or naive file loaded before the reader asked');
+    assert.deepEqual(requests.filter(isModel).map((u) => u.split('/').pop()), [(manifest.models[p.shipped].core ?? manifest.models[p.shipped]).file], 'the f32 or naive file loaded before the reader asked (the shipped model loads as its split core)');
     await page.locator('#precision [data-action="load-precision"]').click();
     await page.locator('#precision .verdict[data-plan="naive"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
     const verdict = () => page.locator('#precision .verdict').evaluate((v) => ({ plan: v.dataset.plan, max: Number(v.dataset.sentenceMax), text: v.textContent }));
@@ -426,7 +428,8 @@ describe('embedding', { timeout: 180000 }, () => {
     const shipped = await verdict();
     assert.ok(shipped.max <= p.bar, `compact: ${shipped.max}`);
     const models = requests.filter(isModel).map((u) => u.split('/').pop()).sort();
-    assert.deepEqual(models, [p.reference, p.shipped, p.naive].map((k) => manifest.models[k].file).sort(), 'each file once');
+    // The compact model is served split (its core file and row shards): its core counts here.
+    assert.deepEqual(models, [p.reference, p.shipped, p.naive].map((k) => manifest.models[k].core?.file ?? manifest.models[k].file).sort(), 'each file once');
     assert.equal(requests.filter((u) => u === siteUrl + 'models/manifest.json').length, 1);
     await checkDownloads(page, '#precision', 'precision', { sentence: DEMO_SENTENCE, selection: 'Compact weights' });
     assert.deepEqual(errors, []);

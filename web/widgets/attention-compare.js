@@ -2,8 +2,8 @@
 // default the sharpest and the broadest for that token, picked from the loaded model) and
 // through head-averaged attention rollout, each with its ratio to uniform.
 import { ATTRIBUTES, AttentionFigure, define } from './base.js';
-import { attentionRow, rolloutRow, rowStat } from '../engine/result.js';
-import { headsForToken, rowSummary, sharpestAndBroadest } from './data.js';
+import { attentionRow, headLabel, rolloutRow, rowStat } from '../engine/result.js';
+import { headsForToken, isContentHead, labelledHeadName, rowSummary, sharpestAndBroadest } from './data.js';
 import { fmt, h, headName, headShort, setText } from './dom.js';
 import { barLegend, RowChart, rowPanel } from './bars.js';
 
@@ -23,7 +23,8 @@ class AttentionCompare extends AttentionFigure {
   .panels { display: grid; gap: 1.2em; grid-template-columns: 1fr; }
   @container (min-width: 760px) { .panels { grid-template-columns: repeat(3, minmax(0, 1fr)); } }
   .panel h3 { font-size: 0.95em; margin: 0 0 0.2em; }
-  .panel select { max-width: 100%; margin-bottom: 0.3em; }
+  .panel select { width: 100%; max-width: 100%; margin-bottom: 0.3em; }
+  .panel .overall { margin: 0 0 0.3em; }
   .ratio { font-size: 1.05em; margin: 0.2em 0 0.4em; }
   .ratio b { font-size: 1.25em; }
   `;
@@ -56,7 +57,7 @@ class AttentionCompare extends AttentionFigure {
     const { result, token, showSpecial } = view;
     if (!this._built || this._built.result !== result || this._built.showSpecial !== showSpecial) this.build(result, showSpecial);
     const b = this._built;
-    const { sharpest, broadest } = sharpestAndBroadest(result, token);
+    const { sharpest, broadest, overall } = sharpestAndBroadest(result, token);
     const autos = [sharpest, broadest];
     const heads = headsForToken(result, token);
     const word = result.tokens[token].text;
@@ -66,13 +67,18 @@ class AttentionCompare extends AttentionFigure {
       this.picked.push(picked);
       const row = attentionRow(result, picked.layer, picked.head, token);
       const s = rowStat(result, picked.layer, picked.head, token);
-      setText(panel.auto, `${k === 0 ? 'Sharpest' : 'Broadest'} for this token (${headShort(autos[k].layer, autos[k].head)})`);
+      setText(panel.auto, `${k === 0 ? 'Sharpest content head' : 'Broadest head'} (${headShort(autos[k].layer, autos[k].head)})`);
       if (panel.select.value !== this.choice[k]) panel.select.value = this.choice[k];
       Object.assign(panel.section.dataset, { layer: String(picked.layer), head: String(picked.head), ratio: String(s.ratio_to_uniform) });
-      setText(panel.title, headName(picked.layer, picked.head));
+      setText(panel.title, labelledHeadName(result, picked.layer, picked.head));
       setText(panel.ratio, fmt(s.ratio_to_uniform, 2));
       panel.chart.update({ tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial, caption: `\u201c${word}\u201d in ${headName(picked.layer, picked.head)}` });
     });
+    // Under the first panel: whether the sharpest of all heads is one the rule passes over.
+    const first = b.heads[0];
+    const positional = !isContentHead(result, overall.layer, overall.head) && (overall.layer !== this.picked[0].layer || overall.head !== this.picked[0].head);
+    first.overall.hidden = !positional;
+    if (positional) setText(first.overall, `The sharpest of all heads, ${headShort(overall.layer, overall.head)}, is a ${overall.label} head.`);
     // The core keeps no statistics of rollout rows; they are summarised here.
     const rollout = rolloutRow(result, token);
     const r = rowSummary(rollout);
@@ -95,8 +101,9 @@ class AttentionCompare extends AttentionFigure {
       const title = h('h3');
       const ratio = h('b');
       const chart = new RowChart({ compact: true, digits: 3 });
-      const section = h('section.panel', { dataset: { kind: 'head' } }, title, select, h('div.ratio', {}, 'ratio to uniform ', ratio), chart.el);
-      return { section, select, auto, title, ratio, chart };
+      const overall = h('p.small.muted.overall', { hidden: true });
+      const section = h('section.panel', { dataset: { kind: 'head' } }, title, select, ...(k === 0 ? [overall] : []), h('div.ratio', {}, 'ratio to uniform ', ratio), chart.el);
+      return { section, select, auto, title, ratio, chart, overall };
     };
     const heads = [headPanel(0), headPanel(1)];
     const ratio = h('b');
@@ -125,7 +132,7 @@ class AttentionCompare extends AttentionFigure {
 
   exportLines(view) {
     const [a, b] = this.picked;
-    return [...this.contextLines(view), `Token \u201c${view.result.tokens[view.token].text}\u201d, ${view.token + 1} of ${view.result.n}; ${headName(a.layer, a.head)} and ${headName(b.layer, b.head)}`];
+    return [...this.contextLines(view), `Token \u201c${view.result.tokens[view.token].text}\u201d, ${view.token + 1} of ${view.result.n}; ${labelledHeadName(view.result, a.layer, a.head)} and ${labelledHeadName(view.result, b.layer, b.head)}`];
   }
 
   exportPanels(view) {
@@ -135,7 +142,7 @@ class AttentionCompare extends AttentionFigure {
     return {
       columns: 3,
       panels: [
-        ...this.picked.map((x) => panel(attentionRow(result, x.layer, x.head, token), headShort(x.layer, x.head), rowStat(result, x.layer, x.head, token).ratio_to_uniform)),
+        ...this.picked.map((x) => panel(attentionRow(result, x.layer, x.head, token), `${headShort(x.layer, x.head)}${headLabel(result, x.layer, x.head) ? ` \u00b7 ${headLabel(result, x.layer, x.head)}` : ''}`, rowStat(result, x.layer, x.head, token).ratio_to_uniform)),
         panel(rollout, 'Rollout', rowSummary(rollout).ratio_to_uniform),
       ],
       note: 'Each panel scaled to its own largest weight; dashed line: the uniform share 1/n; ratio: largest weight over 1/n.',

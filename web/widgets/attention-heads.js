@@ -4,9 +4,9 @@
 // panel selects that head for the other figures.
 import { AttentionFigure, define } from './base.js';
 import { attentionRow, headLabel, isSpecial } from '../engine/result.js';
-import { headsForToken } from './data.js';
+import { headsForToken, labelledHeadName, shortHeadLabel } from './data.js';
 import { rowPanel } from './bars.js';
-import { fmt, h, headName, headShort, setText, svg } from './dom.js';
+import { fmt, h, headShort, setText, svg } from './dom.js';
 
 const WIDTH = 100;
 const HEIGHT = 40;
@@ -22,6 +22,7 @@ class AttentionHeads extends AttentionFigure {
   .multiple[aria-pressed="true"] { border-color: var(--attn-bar); }
   .multiple .title { display: flex; justify-content: space-between; gap: 0.3em; font-size: 0.78em; color: var(--attn-muted); }
   .multiple .title b { color: var(--attn-fg); }
+  .multiple .title .label { flex: 1 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
   .multiple .fav { font-size: 0.82em; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
   .multiple svg { display: block; width: 100%; height: auto; margin: 0.2em 0; }
   .multiple .col { fill: var(--attn-bar); transform-box: fill-box; transform-origin: bottom; }
@@ -50,7 +51,7 @@ class AttentionHeads extends AttentionFigure {
         if (b.token >= 0) panel.rects[b.columns.indexOf(b.token)]?.setAttribute('class', 'col');
         panel.rects[b.columns.indexOf(token)]?.setAttribute('class', 'col self');
         panel.button.dataset.ratio = String(x.ratio_to_uniform);
-        panel.button.setAttribute('aria-label', `${headName(x.layer, x.head)}: favours ${result.tokens[x.argmax].text} with ${fmt(x.max, 3)}, ratio to uniform ${fmt(x.ratio_to_uniform, 2)}`);
+        panel.button.setAttribute('aria-label', `${labelledHeadName(result, x.layer, x.head)}: favours ${result.tokens[x.argmax].text} with ${fmt(x.max, 3)}, ratio to uniform ${fmt(x.ratio_to_uniform, 2)}`);
         setText(panel.ratio, `\u00d7${fmt(x.ratio_to_uniform, 1)}`);
         setText(panel.fav, `\u2192 ${result.tokens[x.argmax].text} ${fmt(x.max, 2)}`);
       });
@@ -120,7 +121,7 @@ class AttentionHeads extends AttentionFigure {
         const button = h('button.multiple', {
           type: 'button', 'aria-pressed': 'false', dataset: { index: String(k), layer: String(layer), head: String(head) },
         },
-        h('span.title', {}, h('b', { text: headShort(layer, head) }), ratio),
+        h('span.title', {}, h('b', { text: headShort(layer, head) }), h('span.label', { text: shortHeadLabel(profile), title: profile || undefined }), ratio),
         chart,
         fav);
         panels.push({ button, rects, ratio, fav });
@@ -167,7 +168,7 @@ class AttentionHeads extends AttentionFigure {
   }
 
   exportLines(view) {
-    return [...this.contextLines(view), `Token \u201c${view.result.tokens[view.token].text}\u201d, ${view.token + 1} of ${view.result.n}; selected: ${headName(view.layer, view.head)}`];
+    return [...this.contextLines(view), `Token \u201c${view.result.tokens[view.token].text}\u201d, ${view.token + 1} of ${view.result.n}; selected: ${labelledHeadName(view.result, view.layer, view.head)}`];
   }
 
   exportPanels(view) {
@@ -176,7 +177,7 @@ class AttentionHeads extends AttentionFigure {
       columns: result.heads,
       panels: headsForToken(result, token).map((x) => rowPanel({
         tokens: result.tokens, roles: result.roles, row: attentionRow(result, x.layer, x.head, token), selected: token,
-        showSpecial: view.showSpecial, scaleMax: 1, title: `${headShort(x.layer, x.head)} \u00d7${fmt(x.ratio_to_uniform, 1)}`,
+        showSpecial: view.showSpecial, scaleMax: 1, title: `${headShort(x.layer, x.head)} ${shortHeadLabel(headLabel(result, x.layer, x.head))} \u00d7${fmt(x.ratio_to_uniform, 1)}`.replace(/  +/g, ' '),
       })),
       note: 'Every panel on one scale from 0 to 1; dashed line: the uniform share 1/n; \u00d7: ratio to uniform.',
     };

@@ -4,9 +4,9 @@
 // with its sum, the uniform share, the ratio to uniform and the entropy.
 import { AttentionFigure, define } from './base.js';
 import { css, paintWeights, weightColour } from './colour.js';
-import { attentionMatrix, attentionRow, rowStat } from '../engine/result.js';
-import { headsForToken } from './data.js';
-import { fmt, h, headName, headShort, setText } from './dom.js';
+import { attentionMatrix, attentionRow, headLabel, rowStat } from '../engine/result.js';
+import { headsForToken, labelledHeadName, shortHeadLabel } from './data.js';
+import { fmt, h, headShort, setText } from './dom.js';
 import { barLegend, barScale, RowChart, selectedRowPanels, specialShare } from './bars.js';
 import { TokenChips } from './controls.js';
 import { PRESETS } from '../state.js';
@@ -45,7 +45,10 @@ class AttentionInstrument extends AttentionFigure {
   .picker .axis { font-size: 0.75em; color: var(--attn-muted); text-align: center; }
   .cell { position: relative; padding: 2px; border-radius: 5px; border: 2px solid transparent; background: none; min-height: 0; display: block; }
   .cell canvas { display: block; width: 100%; aspect-ratio: 1; image-rendering: pixelated; border-radius: 2px; }
+  .cell .map { position: relative; display: block; }
   .cell .marker { position: absolute; left: 0; right: 0; border: 1px solid var(--attn-fg); pointer-events: none; }
+  .cell .tag { display: block; font-size: 0.66em; line-height: 1.25; color: var(--attn-muted); text-align: center; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+  .cell[aria-pressed="true"] .tag { color: var(--attn-fg); font-weight: 600; }
   .cell[aria-pressed="true"] { border-color: var(--attn-bar); }
   .scale { height: 8px; border-radius: 2px; margin-top: 0.4em; }
   `;
@@ -156,10 +159,12 @@ class AttentionInstrument extends AttentionFigure {
       for (let head = 0; head < result.heads; ++head) {
         const canvas = h('canvas', { 'aria-hidden': 'true' });
         paintWeights(canvas, result.n, result.n, attentionMatrix(result, layer, head));
-        const marker = h('div.marker', { 'aria-hidden': 'true', style: { height: `calc((100% - 4px) / ${result.n})` } });
+        const marker = h('span.marker', { 'aria-hidden': 'true', style: { height: `calc(100% / ${result.n})` } });
+        // The head's label, visible under its heatmap (not only in aria-label).
+        const label = headLabel(result, layer, head);
         const cell = h('button.cell', {
           type: 'button', tabindex: '-1', 'aria-pressed': 'false', dataset: { layer: String(layer), head: String(head) },
-        }, canvas, marker);
+        }, h('span.map', {}, canvas, marker), h('span.tag', { text: shortHeadLabel(label), title: label || undefined }));
         this.cells.push({ cell, marker, layer, head });
         children.push(cell);
       }
@@ -191,8 +196,8 @@ class AttentionInstrument extends AttentionFigure {
       }
       if (tokenChanged) {
         const s = rowStat(result, c.layer, c.head, token);
-        c.cell.setAttribute('aria-label', `${headName(c.layer, c.head)}: ratio to uniform ${fmt(s.ratio_to_uniform, 2)} for ${result.tokens[token].text}`);
-        c.marker.style.top = `calc(2px + (100% - 4px) * ${token / result.n})`;
+        c.cell.setAttribute('aria-label', `${labelledHeadName(result, c.layer, c.head)}: ratio to uniform ${fmt(s.ratio_to_uniform, 2)} for ${result.tokens[token].text}`);
+        c.marker.style.top = `calc(100% * ${token / result.n})`;
       }
     }
     if (focusInChips && active !== this.chipList.chips[token]) this.chipList.chips[token].focus();
@@ -207,7 +212,7 @@ class AttentionInstrument extends AttentionFigure {
     const scaleMax = barScale(row);
     this.chart.update({
       tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial, scaleMax,
-      caption: `How \u201c${word}\u201d (token ${token + 1} of ${result.n}) reads the sentence in ${headName(layer, head)}: its attention row.`,
+      caption: `How \u201c${word}\u201d (token ${token + 1} of ${result.n}) reads the sentence in ${labelledHeadName(result, layer, head)}: its attention row.`,
     });
     const ds = this.chart.table.dataset;
     ds.layer = String(layer);
@@ -265,8 +270,9 @@ class AttentionInstrument extends AttentionFigure {
   commitSentence(transient = false) {
     clearTimeout(this._timer);
     const sentence = this.input.value;
-    // A sentence already asked for (its analysis still running) is not asked for again.
-    if (sentence !== (this._asked ?? this.view?.sentence)) {
+    // A sentence already asked for (its analysis still running) is not asked for again, unless
+    // it failed (then asking again is the retry).
+    if (sentence !== (this._asked ?? this.view?.sentence) || (!transient && this.view?.inputError)) {
       this._asked = sentence;
       this.select({ sentence, token: -1, transient });
     }

@@ -9,11 +9,11 @@
 // body every figure has a toolbar: the code to embed it as it is now, and SVG and PNG downloads.
 import { DEFAULT_MANIFEST_URL, getEngine, isSuperseded, onEngineProgress } from '../engine/engine.js';
 import { ROLE } from '../engine/result.js';
-import { describeModel, resolveSelection } from './data.js';
-import { h, headName, megabytes, setText } from './dom.js';
+import { describeModel, labelledHeadName, resolveAttributes, resolveSelection } from './data.js';
+import { h, megabytes, setText } from './dom.js';
 import { download, figureSvg, modelLine, pngBlob, svgText } from './export.js';
 import { elementSnippet, frameSnippet } from './snippet.js';
-import { BASE_CSS, EMBEDDED_CSS } from './style.js';
+import { BASE_CSS, EMBEDDED_CSS, themeCss } from './style.js';
 import { DEFAULT_WORD_TEXT, PRESETS } from '../state.js';
 
 // Every figure's element name, by the short name that embed.html's `widget` parameter takes.
@@ -50,14 +50,67 @@ export const ATTRIBUTES = Object.freeze({
   heads: 'heads',    // <attention-compare>: its two heads as "layer.head layer.head", e.g. "2.1 4.3"
   scores: 'scores',  // <softmax-lab>: its five scores, e.g. "2 1 0.5 -0.5 -1.5"
   plan: 'plan',      // <attention-precision>: what the f32 reference is compared with, shipped or naive
+  theme: 'theme',    // light, dark or auto (the default: the host's color-scheme, else the reader's setting)
 });
+export const THEMES = Object.freeze(['auto', 'light', 'dark']);
 const SOURCE_ATTRIBUTES = [ATTRIBUTES.modelSrc, ATTRIBUTES.manifestSrc, ATTRIBUTES.engineSrc];
 
 export const EVENTS = Object.freeze({
   select: 'attention-select',  // detail: a patch of {sentence, token, layer, head, showSpecial}
   open: 'attention-open',      // the reader asked for the live instrument
   retry: 'attention-retry',    // the reader asked to retry a failed load
+  // To the host page, from a figure on its own, after the reader chose a token, a head or a
+  // sentence (and the figure drew it): detail {sentence, word, token, layer, head, showSpecial},
+  // word the token's text, token its position (0 is [CLS]), layer and head counted from 1 as in
+  // the attributes. Bubbling and composed. (Not attention-select: the article's page listens to
+  // that one for its own figures' patches.)
+  change: 'attention-change',
 });
+
+// The theme a figure uses: its `theme` attribute, else (auto) the color-scheme its parent
+// computes when the host sets one that is only light or only dark (e.g. `html.dark {
+// color-scheme: dark }`), else the reader's operating-system setting.
+function effectiveTheme(el) {
+  const asked = el.getAttribute(ATTRIBUTES.theme);
+  if (asked === 'light' || asked === 'dark') return asked;
+  const parent = el.parentElement ?? el.getRootNode()?.host ?? document.documentElement;
+  const scheme = parent ? getComputedStyle(parent).colorScheme ?? '' : '';
+  const words = scheme.split(/\s+/);
+  if (words.includes('dark') && !words.includes('light')) return 'dark';
+  if (words.includes('light') && !words.includes('dark')) return 'light';
+  return typeof matchMedia === 'function' && matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
+}
+
+// Every connected figure, told when the host's theme may have changed: a class, style or
+// data-* attribute on <html> or <body> (a dark toggle), or the reader's setting.
+const themed = new Set();
+let themeWatch = null;
+const THEME_TRIGGERS = ['class', 'style', 'data-theme', 'data-color-scheme', 'theme'];
+function watchTheme(figure) {
+  themed.add(figure);
+  if (typeof MutationObserver === 'undefined') return;
+  if (!themeWatch) {
+    const update = () => { for (const f of themed) f.updateTheme(); };
+    themeWatch = new MutationObserver(update);
+    const watchNode = (node) => node && themeWatch.observe(node, { attributes: true, attributeFilter: THEME_TRIGGERS });
+    watchNode(document.documentElement);
+    if (document.body) watchNode(document.body);
+    else document.addEventListener('DOMContentLoaded', () => watchNode(document.body), { once: true });
+    if (typeof matchMedia === 'function') matchMedia('(prefers-color-scheme: dark)').addEventListener?.('change', update);
+  }
+  // The figure's own theme attribute (a figure may observe only its own attributes).
+  themeWatch.observe(figure, { attributes: true, attributeFilter: [ATTRIBUTES.theme] });
+}
+
+// The model, said once: its name and its note in one pair of brackets ("NAME (trained here; not
+// prajjwal1/bert-mini; 8,697 steps, 60.2M tokens)"), not the name's brackets and the note's.
+export function modelPhrase(model) {
+  const name = model?.name ?? 'the model';
+  const note = (model?.note ?? '').replace(/^trained for this project:\s*/, (m) => (/\(.*trained here/i.test(name) ? '' : m));
+  if (!note) return name;
+  const bracketed = /^(.*\S)\s*\(([^()]*)\)$/.exec(name);
+  return bracketed ? `${bracketed[1]} (${bracketed[2]}; ${note})` : `${name} (${note})`;
+}
 
 export function progressText(progress) {
   if (!progress) return 'Starting the download of the engine and the model\u2026';
@@ -142,12 +195,62 @@ export class AttentionFigure extends HTMLElement {
     // This figure's requests to the engine (a figure on its own makes its own).
     this.channel = `figure-${++figureCount}`;
     this._latest = new Latest();
+    // The reader's choices in a figure on its own ({sentence, token, layer, head, showSpecial},
+    // layer and head from 0): they override the attributes, which stay as the author wrote them.
+    this._reader = {};
+    this._warned = new Set();
     const root = this.attachShadow({ mode: 'open' });
+    this.themeStyle = h('style', { text: themeCss('light') });
+    this.theme = 'light';
+    root.append(this.themeStyle);
     root.append(h('style', { text: BASE_CSS + (AttentionFigure.embedded ? EMBEDDED_CSS : '') + (this.constructor.css ?? '') }));
     this.statusEl = h('div.status', { role: 'status', 'aria-live': 'polite' });
+    this.notesEl = h('div.notes', { role: 'note', hidden: true });
     this.bodyEl = h('div.body');
     this.toolsEl = this.buildTools();
-    root.append(this.statusEl, this.bodyEl, this.toolsEl);
+    root.append(this.statusEl, this.notesEl, this.bodyEl, this.toolsEl);
+  }
+
+  // Applies the figure's theme (effectiveTheme); themeChanged() lets a subclass that paints
+  // colours itself repaint.
+  updateTheme() {
+    const theme = effectiveTheme(this);
+    if (theme === this.theme) return;
+    this.theme = theme;
+    this.themeStyle.textContent = themeCss(theme);
+    this.themeChanged?.(theme);
+  }
+
+  disconnectedCallback() {
+    themed.delete(this);
+  }
+
+  // The current selection as the host sees it (attention-change's detail), or null before the
+  // first result; and the analysis result on screen (web/engine/result.js reads it).
+  get selection() {
+    const v = this._view;
+    if (!v?.result || !(v.token >= 0)) return null;
+    return { sentence: v.result.text, word: v.result.tokens[v.token].text, token: v.token, layer: v.layer + 1, head: v.head + 1, showSpecial: v.showSpecial };
+  }
+
+  get result() {
+    return this._view?.result ?? null;
+  }
+
+  // The notes about attributes that could not be honoured: shown above the body, and each
+  // said once on the console, naming the element.
+  renderNotes(notes) {
+    const messages = notes.map((n) => n.message);
+    if (messages.join('\n') !== (this._notes ?? []).join('\n')) {
+      this.notesEl.replaceChildren(...messages.map((text) => h('p', { text })));
+      this.notesEl.hidden = messages.length === 0;
+      this._notes = messages;
+    }
+    for (const text of messages) {
+      if (this._warned.has(text)) continue;
+      this._warned.add(text);
+      console.warn(`<${this.localName}>${this.id ? `#${this.id}` : ''}: ${text}`);
+    }
   }
 
   get view() {
@@ -163,30 +266,49 @@ export class AttentionFigure extends HTMLElement {
   }
 
   connectedCallback() {
+    watchTheme(this);
+    this.updateTheme();
     if (!this.constructor.needsModel) return;
     if (this.hasAttribute(ATTRIBUTES.sentence) || AttentionFigure.embedded) this.standalone();
   }
 
-  attributeChangedCallback() {
+  // An attribute the author (or the host's script) changes replaces the reader's choice of it.
+  attributeChangedCallback(name) {
+    if (name === ATTRIBUTES.theme) {
+      if (this.isConnected) this.updateTheme();
+      return;
+    }
+    const r = this._reader;
+    if (name === ATTRIBUTES.sentence) this._reader = {};
+    else if (name === ATTRIBUTES.word) delete r.token;
+    else if (name === ATTRIBUTES.layer || name === ATTRIBUTES.head) {
+      delete r.layer;
+      delete r.head;
+    } else if (name === ATTRIBUTES.hideSpecial) delete r.showSpecial;
     if (this._standalone) this.refreshStandalone();
   }
 
   // Drives the figure from its own attributes and the page's shared engine. The reader's
-  // choices become attribute changes and stop here, so they never reach a host page's state.
+  // choices stop here (they never reach a host page's state) and live in this._reader, not in
+  // the attributes; once drawn, the figure tells the host with an attention-change event.
   standalone() {
     if (this._standalone) return;
     this._standalone = { engine: null, error: null, progress: null };
     this.addEventListener(EVENTS.select, (event) => {
       event.stopPropagation();
       const d = event.detail;
+      const r = this._reader;
       if (d.sentence !== undefined) {
-        this.setAttribute(ATTRIBUTES.sentence, d.sentence);
-        this.removeAttribute(ATTRIBUTES.word);
+        r.sentence = d.sentence;
+        delete r.token;
       }
-      if (d.token !== undefined) this.setAttribute(ATTRIBUTES.word, String(d.token));
-      if (d.layer !== undefined) this.setAttribute(ATTRIBUTES.layer, String(d.layer + 1));
-      if (d.head !== undefined) this.setAttribute(ATTRIBUTES.head, String(d.head + 1));
-      if (d.showSpecial !== undefined) this.toggleAttribute(ATTRIBUTES.hideSpecial, !d.showSpecial);
+      for (const key of ['token', 'layer', 'head', 'showSpecial']) if (d[key] !== undefined) r[key] = d[key];
+      if ((d.layer !== undefined) !== (d.head !== undefined)) {
+        // One of the pair: the other stays as shown.
+        if (r.layer === undefined) r.layer = this._view?.layer ?? -1;
+        if (r.head === undefined) r.head = this._view?.head ?? -1;
+      }
+      this.refreshStandalone({ announce: !d.transient });
     });
     this.addEventListener(EVENTS.retry, (event) => {
       event.stopPropagation();
@@ -239,24 +361,41 @@ export class AttentionFigure extends HTMLElement {
     return out;
   }
 
-  refreshStandalone() {
+  refreshStandalone({ announce = false } = {}) {
     const { engine, error, progress } = this._standalone;
-    const given = this.getAttribute(ATTRIBUTES.sentence);
-    const word = this.getAttribute(ATTRIBUTES.word) ?? (given === null ? DEFAULT_WORD_TEXT : '');
-    const oneBased = (name) => (/^\d+$/.test(this.getAttribute(name) ?? '') ? Number(this.getAttribute(name)) - 1 : -1);
-    // `word` is a token's position or its text (any case, never [CLS]).
+    const r = this._reader;
+    const attribute = (name) => this.getAttribute(name);
+    const written = attribute(ATTRIBUTES.sentence);
+    const notes = [];
+    // An empty sentence is a mistake, said as such; the default sentence is shown.
+    if (written !== null && !written.trim() && r.sentence === undefined) {
+      notes.push({ attribute: 'sentence', value: written, message: `sentence=\u201c${written}\u201d is empty; showing the default sentence \u201c${PRESETS[0]}\u201d instead.` });
+    }
+    const given = r.sentence ?? (written?.trim() ? written : null);
+    const wordText = given === null ? DEFAULT_WORD_TEXT : '';
+    // The author's word, layer and head, where the reader has not chosen them; resolveAttributes
+    // says which could not be honoured.
     const selection = (result) => {
-      let token = /^\d+$/.test(word) ? Number(word) : result.tokens.findIndex((t, i) => t.text.toLowerCase() === word.toLowerCase() && result.roles[i] !== ROLE.cls);
-      if (!(token >= 0 && token < result.n)) token = -1;
-      return { token, layer: oneBased(ATTRIBUTES.layer), head: oneBased(ATTRIBUTES.head) };
+      const fromAuthor = resolveAttributes(result, {
+        token: r.token,
+        word: r.token === undefined && r.sentence === undefined ? attribute(ATTRIBUTES.word) : null,
+        layer: r.layer === undefined ? attribute(ATTRIBUTES.layer) : null,
+        head: r.head === undefined ? attribute(ATTRIBUTES.head) : null,
+      }, wordText);
+      selection.notes = fromAuthor.notes;
+      return { token: fromAuthor.token, layer: r.layer ?? fromAuthor.layer, head: r.head ?? fromAuthor.head };
     };
-    const token = this._latest.next();
+    const request = this._latest.next();
     return figureView({
-      engine, sentence: given ?? PRESETS[0], vectors: this.constructor.needsVectors, selection, wordText: word, channel: this.channel,
+      engine, sentence: given ?? PRESETS[0], vectors: this.constructor.needsVectors, selection, wordText, channel: this.channel,
       error, progress, model: engine ? describeModel(engine.info) : null,
-      showSpecial: !this.hasAttribute(ATTRIBUTES.hideSpecial), sources: this.sources(),
+      showSpecial: r.showSpecial ?? !this.hasAttribute(ATTRIBUTES.hideSpecial), sources: this.sources(),
     }).then((view) => {
-      if (view && this._latest.current(token)) this.view = view;
+      if (!view || !this._latest.current(request)) return;
+      this.view = view;
+      if (view.result) this.renderNotes([...notes, ...(selection.notes ?? [])]);
+      else if (notes.length) this.renderNotes(notes);
+      if (announce && view.result) this.emit(EVENTS.change, this.selection);
     });
   }
 
@@ -285,7 +424,7 @@ export class AttentionFigure extends HTMLElement {
     const progress = view.progress ?? { loaded: 0, total: 0, percent: 0 };
     setText(messages.loading, `${what} ${progressText(view.progress ? progress : null)}`);
     setText(messages.ready, `${what} The live model is ready.`);
-    setText(messages.live, `Computed in your browser by ${view.model?.name ?? 'the model'}${view.model?.note ? ` (${view.model.note})` : ''}.`);
+    setText(messages.live, `Computed in your browser by ${modelPhrase(view.model)}.`);
     setText(messages.error, view.mode === 'error' ? `The live model did not load: ${view.error?.message ?? 'unknown error'}` : '');
     const active = view.mode === 'live' ? 'live' : view.mode === 'error' ? 'error' : view.ready ? 'ready' : 'loading';
     if (this._status.active !== active || this._status.mode !== view.mode) {
@@ -402,7 +541,7 @@ export class AttentionFigure extends HTMLElement {
   // The lines under the title: the sentence, the model, the layer and head, the token.
   exportLines(view) {
     const { result } = view;
-    return [...this.contextLines(view), `${headName(view.layer, view.head).replace(/^l/, 'L')}; token \u201c${result.tokens[view.token].text}\u201d, ${view.token + 1} of ${result.n}`];
+    return [...this.contextLines(view), `${labelledHeadName(result, view.layer, view.head).replace(/^l/, 'L')}; token \u201c${result.tokens[view.token].text}\u201d, ${view.token + 1} of ${result.n}`];
   }
 
   contextLines({ result, model }) {

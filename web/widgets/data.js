@@ -112,6 +112,13 @@ export function labelledHeadName(result, layer, head) {
   return `layer ${layer + 1}, head ${head + 1}${label ? ` \u00b7 ${label}` : ''}`;
 }
 
+// A label short enough to stand, visible, beside a head wherever one is drawn small (Figure 1's
+// picker, Figure 5's panels): "prev", "next", "self", "sink", "punct", "broad", "mixed".
+const SHORT_LABELS = Object.freeze({ 'previous-token': 'prev', 'next-token': 'next', self: 'self', '[CLS]/[SEP] sink': 'sink', punctuation: 'punct', broad: 'broad', mixed: 'mixed' });
+export function shortHeadLabel(label) {
+  return label ? SHORT_LABELS[label] ?? label : '';
+}
+
 // The token the page opens on: the first token spelled `wordText`, else the first ordinary one.
 export function defaultToken(result, wordText) {
   const byText = result.tokens.findIndex((t) => t.text === wordText);
@@ -129,6 +136,88 @@ export function resolveSelection(result, selection, wordText) {
     ({ layer, head } = sharpestAndBroadest(result, token).sharpest);
   }
   return { token, layer, head };
+}
+
+// The head SELECTION_RULE picks for `token` among the heads that `keep({layer, head})` admits
+// (a layer given alone, a head given alone): the same tiers as sharpestAndBroadest.
+export function ruleHead(result, token, keep = () => true) {
+  const heads = headsForToken(result, token).filter(keep);
+  const sharpestOf = (list) => list.reduce((a, b) => (b.ratio_to_uniform > a.ratio_to_uniform ? b : a), list[0]);
+  const content = heads.filter((x) => isContentHead(result, x.layer, x.head));
+  const tiers = [content.filter((x) => isContentRow(result, token, x.argmax)), content, heads];
+  const { layer, head } = sharpestOf(tiers.find((list) => list.length > 0));
+  return { layer, head };
+}
+
+// A word of the sentence as the author would type it: its pieces joined ("token" + "##ized"),
+// compared without case or accents (the tokenizer lowercases and strips accents).
+const plain = (text) => text.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase();
+function wordTokens(result, given) {
+  const want = plain(given);
+  const words = new Map();
+  result.tokens.forEach((t, i) => {
+    if (result.roles[i] === ROLE.cls || result.roles[i] === ROLE.sep) return;
+    const key = t.word ?? i;
+    const w = words.get(key) ?? { first: i, text: '' };
+    w.text += t.text.replace(/^##/, '');
+    words.set(key, w);
+  });
+  for (const w of words.values()) if (plain(w.text) === want) return w.first;
+  return -1;
+}
+
+// The selection an author's attributes ask for ({word, layer, head} as written, null where
+// absent), resolved on a result: {token, layer, head, notes}. `word` is a token's position
+// (0 is [CLS]), a piece's text or a whole word as typed (its first piece); layer and head count
+// from 1; a layer alone (or a head alone) gets the head SELECTION_RULE picks within it. Every
+// attribute that could not be honoured gives a note {attribute, value, message} saying what was
+// asked, what the model allows and what is shown instead. wordText: the default token's text;
+// token: a position chosen already (the reader's), which replaces `word`.
+export function resolveAttributes(result, { token: chosen, word = null, layer = null, head = null } = {}, wordText = '') {
+  const notes = [];
+  const pending = [];
+  const quote = (text) => `\u201c${text}\u201d`;
+  let token = Number.isInteger(chosen) && chosen < result.n ? chosen : -1;
+  if (token < 0 && word !== null) {
+    const w = word.trim();
+    if (/^\d+$/.test(w)) {
+      token = Number(w);
+      if (token >= result.n) {
+        pending.push(['word', word, `the sentence has tokens 0 to ${result.n - 1} (0 is [CLS])`, 'token']);
+        token = -1;
+      }
+    } else if (w) {
+      token = result.tokens.findIndex((t, i) => plain(t.text) === plain(w) && result.roles[i] !== ROLE.cls);
+      if (token < 0) token = wordTokens(result, w);
+      if (token < 0) pending.push(['word', word, 'it matches no word or token of the sentence', 'token']);
+    } else {
+      pending.push(['word', word, 'it is empty', 'token']);
+    }
+  }
+  if (token < 0) token = defaultToken(result, wordText);
+  const count = (name, value, limit) => {
+    if (value === null) return -1;
+    const v = value.trim();
+    if (/^\d+$/.test(v) && Number(v) >= 1 && Number(v) <= limit) return Number(v) - 1;
+    pending.push([name, value, `the model has ${name}s 1 to ${limit}`, 'head']);
+    return -1;
+  };
+  let l = count('layer', layer, result.layers);
+  let hd = count('head', head, result.heads);
+  if (l >= 0 && hd < 0) {
+    hd = ruleHead(result, token, (x) => x.layer === l).head;
+    if (head === null) notes.push({ attribute: 'layer', value: layer, message: `layer=${quote(layer)} without head: showing head ${hd + 1} of layer ${l + 1}, the one the default rule picks in that layer.` });
+  } else if (hd >= 0 && l < 0) {
+    l = ruleHead(result, token, (x) => x.head === hd).layer;
+    if (layer === null) notes.push({ attribute: 'head', value: head, message: `head=${quote(head)} without layer: showing layer ${l + 1}, head ${hd + 1}, the layer the default rule picks for that head.` });
+  } else if (l < 0 && hd < 0) {
+    ({ layer: l, head: hd } = ruleHead(result, token));
+  }
+  const shown = { token: `${quote(result.tokens[token].text)} (token ${token})`, head: `layer ${l + 1}, head ${hd + 1}` };
+  for (const [attribute, value, why, what] of pending) {
+    notes.unshift({ attribute, value, message: `${attribute}=${quote(value)} was not used: ${why}; showing ${shown[what]} instead.` });
+  }
+  return { token, layer: l, head: hd, notes };
 }
 
 // Softmax in double precision, shifted by the largest score so that exp never overflows.

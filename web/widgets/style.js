@@ -1,39 +1,39 @@
 // The styles every widget's shadow root starts with. Colours are custom properties with an
-// --attn- prefix so that a host page may restyle a widget; the defaults follow the reader's
-// light or dark setting (--attn-font-size sets the type size). Widgets size themselves to their
-// container (container queries).
+// --attn- prefix so that a host page may restyle a widget; the defaults follow the widget's
+// theme (its `theme` attribute, else the host's color-scheme, else the reader's light or dark
+// setting; base.js decides). Widgets size themselves to their container (container queries).
+
+// Every custom property a host may set, in one place: the README's table is checked against
+// this list (tests/browser/embed_author.test.mjs). Colours have a light and a dark value; the
+// widget uses one set or the other by its `theme` (themeCss below); the rest are sizes.
+export const THEME_PROPERTIES = Object.freeze([
+  { name: '--attn-fg', light: '#1b1b1f', dark: '#e9e9ef', use: 'text' },
+  { name: '--attn-muted', light: '#55555f', dark: '#a9a9b6', use: 'secondary text (captions, status line, legends)' },
+  { name: '--attn-bg', light: '#ffffff', dark: '#16161b', use: 'background of an embedded figure and of its scrolling lists' },
+  { name: '--attn-panel', light: '#f4f4f6', dark: '#202027', use: 'buttons, the status line, token chips' },
+  { name: '--attn-line', light: '#d5d5dc', dark: '#3b3b46', use: 'borders and rules' },
+  { name: '--attn-bar', light: '#2b5cad', dark: '#7fa6f5', use: 'attention bars, the selection, primary buttons' },
+  { name: '--attn-bar-soft', light: '#9db6e0', dark: '#3b5587', use: 'secondary bars (the other side of a comparison)' },
+  { name: '--attn-uniform', light: '#b3540a', dark: '#ffa552', use: 'the dashed uniform line 1/n' },
+  { name: '--attn-focus', light: '#1a66d6', dark: '#8ab4ff', use: 'the keyboard focus ring' },
+  { name: '--attn-error', light: '#b3261e', dark: '#ffb4ab', use: 'error text and notes about attributes' },
+  { name: '--attn-error-bg', light: '#fdecea', dark: '#3a1d1b', use: 'error background' },
+  { name: '--attn-scroll-shadow', light: 'rgb(0 0 0 / 0.28)', dark: 'rgb(0 0 0 / 0.7)', use: 'the shadow at the edge of a list that scrolls' },
+  { name: '--attn-font-size', size: '15px', use: 'the type size (everything scales with it)' },
+  { name: '--attn-rows-height', size: 'min(30em, 65vh)', use: 'the largest height of a row chart or table before it scrolls' },
+  { name: '--attn-tokens-height', size: 'min(12em, 40vh)', use: 'the largest height of a list of tokens before it scrolls' },
+]);
+
+// The colours of one theme ('light' or 'dark') as a :host rule, with the matching color-scheme
+// (so form controls and scrollbars follow). A host's own declarations on the element win over
+// these (outer styles beat :host rules), so `attention-row { --attn-bg: ... }` restyles it.
+export function themeCss(theme) {
+  const colours = THEME_PROPERTIES.filter((p) => p[theme]).map((p) => `  ${p.name}: ${p[theme]};`).join('\n');
+  return `:host {\n${colours}\n  color-scheme: ${theme};\n}\n`;
+}
+
 export const BASE_CSS = `
-:host {
-  --attn-fg: #1b1b1f;
-  --attn-muted: #55555f;
-  --attn-bg: #ffffff;
-  --attn-panel: #f4f4f6;
-  --attn-line: #d5d5dc;
-  --attn-bar: #2b5cad;
-  --attn-bar-soft: #9db6e0;
-  --attn-uniform: #b3540a;
-  --attn-focus: #1a66d6;
-  --attn-error: #b3261e;
-  --attn-error-bg: #fdecea;
-  --attn-scroll-shadow: rgb(0 0 0 / 0.28);
-  min-width: 0;
-}
-@media (prefers-color-scheme: dark) {
-  :host {
-    --attn-fg: #e9e9ef;
-    --attn-muted: #a9a9b6;
-    --attn-bg: #16161b;
-    --attn-panel: #202027;
-    --attn-line: #3b3b46;
-    --attn-bar: #7fa6f5;
-    --attn-bar-soft: #3b5587;
-    --attn-uniform: #ffa552;
-    --attn-focus: #8ab4ff;
-    --attn-error: #ffb4ab;
-    --attn-error-bg: #3a1d1b;
-    --attn-scroll-shadow: rgb(0 0 0 / 0.7);
-  }
-}
+:host { min-width: 0; }
 /* A host page's global rules reach a widget through its element and what that element passes
    down by inheritance. Important declarations of a shadow tree win over the page's, even over
    its important ones, so these keep the widget's layout and type whatever the host sets; a host
@@ -97,7 +97,10 @@ button:hover { border-color: var(--attn-muted); }
 .status[data-mode="error"] { background: var(--attn-error-bg); color: var(--attn-error); }
 .status .message { flex: 1 1 16em; min-width: 0; overflow-wrap: anywhere; display: grid; }
 .status .message > span { grid-area: 1 / 1; align-self: center; }
-.status .message > .inactive { visibility: hidden; }
+/* Only the current message takes space (a hidden longer one no longer leaves blank lines). */
+.status .message > .inactive { display: none; }
+.notes { margin: -0.3em 0 0.6em; padding: 0.3em 0.6em; border-left: 3px solid var(--attn-error); font-size: 0.86em; color: var(--attn-fg); }
+.notes p { margin: 0.1em 0; }
 .placeholder {
   display: grid; place-items: center; text-align: center; min-height: 12em; padding: 1em;
   border: 1px dashed var(--attn-line); border-radius: 8px; color: var(--attn-muted);
@@ -178,8 +181,10 @@ table.bars.compact td.value > span { height: 1.25em; line-height: 1.25em; }
    long sentence's hundreds of layers cost more to set up than the redraw itself. */
 `;
 
-// Added in other sites' pages: the widget brings its own background, so that its colours (which
-// follow the reader's light or dark setting, not the host's) stay readable on any page.
+// Added in other sites' pages: the widget brings its own background, so that its colours stay
+// readable on any page, whatever the host's own theme.
 export const EMBEDDED_CSS = `
-:host { background: var(--attn-bg); border-radius: 8px; padding: 0.6em; }
+/* Important, like the layout above: a blog's "* { padding: 0 }" reaches the element too. The
+   background is still the host's to choose, through --attn-bg. */
+:host { background: var(--attn-bg) !important; border-radius: 8px !important; padding: 0.6em !important; }
 `;
