@@ -364,7 +364,11 @@ document.addEventListener(EVENTS.select, (event) => {
     patch.layer = lastView.layer;
     patch.head = lastView.head;
   }
+  // The same sentence submitted again after it failed (a shard that did not download, say) is
+  // a retry: the state does not change, so draw again.
+  const retry = patch.sentence !== undefined && patch.sentence === store.get().sentence && lastView?.inputError;
   store.set(patch);
+  if (retry) render();
   historyMode = 'replace';
 });
 document.addEventListener(EVENTS.open, openInstrument);

@@ -91,3 +91,39 @@ test('cold load, new words, second visit: only the bytes each needs', async () =
   console.log(`# split model: a cold load fetched the core (${(entry.core.bytes / 1e6).toFixed(2)} MB) and ${entry.shards.preload.length} shards; "${SENTENCE}" fetched ${fetched.length} more shards`);
   await context.close();
 });
+
+test('a missing or corrupt shard says which file failed, keeps the figure, and a retry loads', async () => {
+  const context = await browser.newContext();
+  const sentence = 'Narwhals and axolotls ponder quantum chromodynamics.';
+  const needed = shardsOf(sentence).filter((k) => !entry.shards.preload.includes(k));
+  assert.ok(needed.length >= 2, 'the sentence needs shards the opening one does not');
+  const [missing, corrupt] = needed.map((k) => `${String(k).padStart(5, '0')}.bin`);
+  let broken = true;
+  await context.route('**/*.rows/*.bin', async (route) => {
+    const name = route.request().url().split('/').pop();
+    if (broken && name === missing) return route.fulfill({ status: 404, body: 'not here' });
+    if (broken && name === corrupt) {
+      const response = await route.fetch();
+      const body = Buffer.from(await response.body());
+      body[body.length - 1] ^= 0x10;
+      return route.fulfill({ response, body });
+    }
+    return route.continue();
+  });
+  const page = await context.newPage();
+  await openLive(page);
+  const shown = () => page.evaluate(() => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence);
+  const before = await shown();
+  const input = page.locator('#instrument input#sentence');
+  await input.fill(sentence);
+  await input.press('Enter');
+  const message = page.locator('#instrument').locator('text=/Could not download .*|could not be used/');
+  await message.first().waitFor({ timeout: LOAD_TIMEOUT_MS });
+  const text = await message.first().textContent();
+  assert.ok(text.includes(missing) || text.includes(corrupt), `the message names the shard: ${text}`);
+  assert.equal(await shown(), before, 'the previous figure stays');
+  broken = false;
+  await input.press('Enter');
+  await page.waitForFunction((t) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === t, sentence, { timeout: LOAD_TIMEOUT_MS });
+  await context.close();
+});
