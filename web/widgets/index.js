@@ -10,6 +10,8 @@ import './softmax-lab.js';
 import './attention-instrument.js';
 import './attention-mechanism.js';
 import './attention-precision.js';
+import './attention-prediction.js';
+import './attention-contribution.js';
 
 export { ATTRIBUTES, TAGS } from './base.js';
 export { FRAME_WIDGET_PARAM } from './snippet.js';

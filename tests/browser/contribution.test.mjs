@@ -1,0 +1,309 @@
+// The contribution post (contribution.html) and its two figures, <attention-prediction> and
+// <attention-contribution>, in Debian's Chromium: they load without errors; what they show equals
+// what the engine gives when the test asks it directly in the page (the top 10 and the original
+// word's rank; each head's weight on its top token in the masked sentence and the change in the
+// original word's probability when that head alone is removed); the raw and value-weighted rows
+// sum to 1; the set's findings (Spearman, agreement, survival) equal a recomputation here; sorting
+// works and the address carries sentence, word and sort order; at 360 px nothing scrolls
+// sideways; typed text is inert; the update time at n = 16 is measured and reported
+// (test-artifacts/contribution-timing.json); screenshots at 1280 and 390 px go to test-artifacts/.
+// Needs the assembled site (node scripts/site/build_site.mjs).
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { launchChromium, ROW_SUM_TOLERANCE, serve } from './harness.mjs';
+import { SENTENCE_SET } from '../../web/posts/sentences.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const web = join(root, 'web');
+const artifacts = join(root, 'test-artifacts');
+const LOAD_TIMEOUT_MS = 120000;
+const SET_TIMEOUT_MS = 400000;
+const HOSTILE = '<img src=x onerror="window.__injected=1"><script>window.__injected=2</script><b>bold</b> it was';
+const N16 = 'The old animal did not cross the street because it was too tired.';
+const DEPTH = 1000;
+
+let server;
+let baseUrl;
+let browser;
+
+before(async () => {
+  assert.ok(existsSync(join(web, 'models', 'manifest.json')), 'web/models/manifest.json is missing: run node scripts/site/build_site.mjs first.');
+  mkdirSync(artifacts, { recursive: true });
+  server = await serve(web);
+  baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+async function openPost(path, { width = 1280, height = 900 } = {}) {
+  const context = await browser.newContext({ viewport: { width, height } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  await page.goto(baseUrl + path);
+  return { page, context, errors };
+}
+
+const ready = (page, selector, timeout = LOAD_TIMEOUT_MS) => page.locator(`${selector}[data-ready="true"]`).first().waitFor({ state: 'attached', timeout });
+
+// What a figure shows, from its shadow root.
+const predictionShown = (page, selector = 'attention-prediction') => page.locator(selector).first().evaluate((el) => {
+  const table = el.shadowRoot.querySelector('table.predictions');
+  const rank = el.shadowRoot.querySelector('.rank-line');
+  return {
+    text: table.dataset.text, token: Number(table.dataset.token),
+    rows: [...table.querySelectorAll('tbody tr')].map((tr) => ({ id: Number(tr.dataset.id), probability: Number(tr.dataset.probability), text: tr.children[1].textContent })),
+    rank: rank.dataset.rank, rankText: rank.textContent,
+  };
+});
+
+const contributionShown = (page) => page.locator('attention-contribution').first().evaluate((el) => {
+  const table = el.shadowRoot.querySelector('table.contrib');
+  const list = (kind) => [...el.shadowRoot.querySelectorAll(`.vw table[data-kind="${kind}"] tbody tr`)].map((tr) => Number(tr.dataset.value));
+  const raw = el.shadowRoot.querySelector('.vw table[data-kind="raw"]');
+  return {
+    text: table.dataset.text, token: Number(table.dataset.token), sort: table.dataset.sort,
+    rows: [...table.querySelectorAll('tbody tr')].map((tr) => ({ ...tr.dataset })),
+    raw: list('raw'), valueWeighted: list('value-weighted'), vwLayer: Number(raw.dataset.layer), vwHead: Number(raw.dataset.head),
+    ms: Number(el.dataset.ms),
+  };
+});
+
+// The engine, asked directly in the page: the masked prediction and each head's removal.
+function engineMeasure(page, text, token) {
+  return page.evaluate(async ([text, token, depth]) => {
+    const { getEngine } = await import('/engine/engine.js');
+    const { attentionRow } = await import('/engine/result.js');
+    const engine = await getEngine();
+    const r = await engine.analyze(text);
+    const t = r.tokens[token];
+    const maskedText = text.slice(0, t.start) + '[MASK]' + text.slice(t.end);
+    const masked = await engine.analyzeAblated(maskedText, { valueNorms: true });
+    const base = await engine.predict(text, token, depth, { masked: true });
+    const p0 = base.find((x) => x.id === t.id)?.probability ?? 0;
+    const heads = [];
+    for (let layer = 0; layer < r.layers; ++layer) {
+      for (let head = 0; head < r.heads; ++head) {
+        const row = attentionRow(masked, layer, head, token);
+        let argmax = 0;
+        for (let j = 1; j < row.length; ++j) if (row[j] > row[argmax]) argmax = j;
+        const list = await engine.predict(text, token, depth, { masked: true, removed: `${layer + 1}.${head + 1}` });
+        const p = list.find((x) => x.id === t.id)?.probability ?? 0;
+        heads.push({ layer, head, argmax, attention: row[argmax], effect: p - p0, top1: list[0].id, survives: list[0].id === base[0].id });
+      }
+    }
+    const norms = (layer, head) => Array.from(masked.value_norms.subarray((layer * r.heads + head) * r.n, (layer * r.heads + head + 1) * r.n));
+    const rows = {};
+    for (let layer = 0; layer < r.layers; ++layer) for (let head = 0; head < r.heads; ++head) rows[`${layer},${head}`] = { raw: Array.from(attentionRow(masked, layer, head, token)), norms: norms(layer, head) };
+    return { heads, rows, base: base.slice(0, 10).map((x) => ({ id: x.id, probability: x.probability })), rank: base.findIndex((x) => x.id === t.id) + 1, n: r.n };
+  }, [text, token, DEPTH]);
+}
+
+function checkContribution(shown, expected) {
+  assert.equal(shown.rows.length, expected.heads.length);
+  for (const row of shown.rows) {
+    const e = expected.heads.find((x) => x.layer === Number(row.layer) && x.head === Number(row.head));
+    assert.equal(Number(row.argmax), e.argmax, `L${e.layer + 1} H${e.head + 1} argmax`);
+    assert.ok(Math.abs(Number(row.attention) - e.attention) <= 1e-9, `L${e.layer + 1} H${e.head + 1} attention ${row.attention} vs ${e.attention}`);
+    assert.ok(Math.abs(Number(row.effect) - e.effect) <= 1e-9, `L${e.layer + 1} H${e.head + 1} effect ${row.effect} vs ${e.effect}`);
+    assert.equal(Number(row.top1), e.top1);
+    assert.equal(row.survives, String(e.survives));
+  }
+  // The two readings of the chosen head's row: both sum to 1; the value-weighted one is a_ij * norm_j renormalised.
+  const sum = (v) => v.reduce((s, x) => s + x, 0);
+  assert.ok(Math.abs(sum(shown.raw) - 1) <= ROW_SUM_TOLERANCE, `raw row sums to ${sum(shown.raw)}`);
+  assert.ok(Math.abs(sum(shown.valueWeighted) - 1) <= ROW_SUM_TOLERANCE, `value-weighted row sums to ${sum(shown.valueWeighted)}`);
+  const { raw, norms } = expected.rows[`${shown.vwLayer},${shown.vwHead}`];
+  const weighted = raw.map((a, j) => a * norms[j]);
+  const total = sum(weighted);
+  shown.raw.forEach((v, j) => assert.ok(Math.abs(v - raw[j]) <= 1e-9, `raw [${j}]`));
+  shown.valueWeighted.forEach((v, j) => assert.ok(Math.abs(v - weighted[j] / total) <= 1e-9, `value-weighted [${j}]`));
+}
+
+async function assertInert(page) {
+  const found = await page.evaluate(() => {
+    const roots = [document, ...[...document.querySelectorAll('*')].filter((e) => e.shadowRoot).map((e) => e.shadowRoot)];
+    const count = (sel) => roots.reduce((s, r) => s + r.querySelectorAll(sel).length, 0);
+    return {
+      injected: window.__injected ?? null,
+      img: count('main img, .body img'),
+      script: count('main script, .body script'),
+      bold: roots.reduce((s, r) => s + [...r.querySelectorAll('b')].filter((b) => b.textContent === 'bold').length, 0),
+    };
+  });
+  assert.deepEqual(found, { injected: null, img: 0, script: 0, bold: 0 });
+}
+
+// The set's findings, recomputed in the page from the engine's answers.
+function setFindings(page, texts) {
+  return page.evaluate(async ([texts, depth]) => {
+    const { getEngine } = await import('/engine/engine.js');
+    const { attentionRow, ROLE } = await import('/engine/result.js');
+    const engine = await getEngine();
+    const ranks = (v) => {
+      const order = v.map((value, i) => ({ value, i })).sort((a, b) => a.value - b.value);
+      const r = [];
+      for (let k = 0; k < order.length;) {
+        let m = k;
+        while (m + 1 < order.length && order[m + 1].value === order[k].value) ++m;
+        for (let q = k; q <= m; ++q) r[order[q].i] = (k + m) / 2 + 1;
+        k = m + 1;
+      }
+      return r;
+    };
+    const pearson = (a, b) => {
+      const ma = a.reduce((s, x) => s + x, 0) / a.length;
+      const mb = b.reduce((s, x) => s + x, 0) / b.length;
+      let ab = 0; let aa = 0; let bb = 0;
+      a.forEach((x, i) => { ab += (x - ma) * (b[i] - mb); aa += (x - ma) ** 2; bb += (b[i] - mb) ** 2; });
+      return aa > 0 && bb > 0 ? ab / Math.sqrt(aa * bb) : NaN;
+    };
+    let words = 0; let agree = 0; let survived = 0; let pairs = 0;
+    const rhos = [];
+    const perHead = new Array(16).fill(0);
+    for (const text of texts) {
+      const r = await engine.analyze(text);
+      for (let i = 0; i < r.n; ++i) {
+        if (r.roles[i] !== ROLE.ordinary || r.tokens.filter((t) => t.word === r.tokens[i].word).length !== 1) continue;
+        words += 1;
+        const t = r.tokens[i];
+        const masked = await engine.analyzeAblated(text.slice(0, t.start) + '[MASK]' + text.slice(t.end));
+        const base = await engine.predict(text, i, depth, { masked: true });
+        const p0 = base.find((x) => x.id === t.id)?.probability ?? 0;
+        const att = [];
+        const eff = [];
+        for (let lh = 0; lh < r.layers * r.heads; ++lh) {
+          const row = attentionRow(masked, Math.floor(lh / r.heads), lh % r.heads, i);
+          att.push(Math.max(...row));
+          const list = await engine.predict(text, i, depth, { masked: true, removed: `${Math.floor(lh / r.heads) + 1}.${(lh % r.heads) + 1}` });
+          eff.push(Math.abs((list.find((x) => x.id === t.id)?.probability ?? 0) - p0));
+          const s = list[0].id === base[0].id;
+          survived += s; perHead[lh] += s; pairs += 1;
+        }
+        const rho = pearson(ranks(att), ranks(eff));
+        if (Number.isFinite(rho)) rhos.push(rho);
+        agree += att.indexOf(Math.max(...att)) === eff.indexOf(Math.max(...eff));
+      }
+    }
+    return { words, agree, survived, pairs, perHead, rhoMean: rhos.reduce((s, x) => s + x, 0) / rhos.length, defined: rhos.length, rhoPositive: rhos.filter((x) => x > 0).length };
+  }, [texts, DEPTH]);
+}
+
+describe('contribution.html and its figures', { timeout: 900000 }, () => {
+  test('figures equal the engine; rows sum to 1; the set\u2019s findings; sorting and permalinks; hostile input; 360 px; the n = 16 update time', async (t) => {
+    const { page, context, errors } = await openPost('contribution.html');
+    await ready(page, 'attention-prediction');
+    await ready(page, 'attention-contribution');
+    await ready(page, '#yours');
+
+    // The prediction figure: the top 10 and the rank of the word that was there.
+    const shownPrediction = await predictionShown(page);
+    const expected = await engineMeasure(page, shownPrediction.text, shownPrediction.token);
+    assert.deepEqual(shownPrediction.rows.map((r) => r.id), expected.base.map((r) => r.id));
+    shownPrediction.rows.forEach((r, k) => assert.ok(Math.abs(r.probability - expected.base[k].probability) <= 1e-12));
+    assert.equal(shownPrediction.rank, expected.rank > 0 ? String(expected.rank) : '');
+
+    // The instrument: every head's numbers.
+    const shown = await contributionShown(page);
+    assert.equal(shown.text, SENTENCE_SET[0]);
+    checkContribution(shown, await engineMeasure(page, shown.text, shown.token));
+
+    // Sorting by effect, then a row chosen: the value-weighted reading follows.
+    await page.locator('attention-contribution button[data-sort="effect"]').click();
+    await page.waitForFunction(() => document.querySelector('attention-contribution').shadowRoot.querySelector('table.contrib')?.dataset.sort === 'effect');
+    const byEffect = await contributionShown(page);
+    const effects = byEffect.rows.map((r) => Math.abs(Number(r.effect)));
+    assert.ok(effects.every((e, k) => k === 0 || e <= effects[k - 1]), 'sorted by the size of the effect');
+    await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).get('o') === 'effect');
+    await page.locator('attention-contribution table.contrib tbody tr').nth(3).click();
+    const chosen = await contributionShown(page);
+    assert.deepEqual([chosen.vwLayer, chosen.vwHead], [Number(byEffect.rows[3].layer), Number(byEffect.rows[3].head)]);
+    checkContribution(chosen, await engineMeasure(page, chosen.text, chosen.token));
+
+    // The set's findings.
+    await ready(page, '#survival', SET_TIMEOUT_MS);
+    const facts = await page.locator('#survival').evaluate((el) => ({ ...el.dataset, perHead: [...el.querySelectorAll('tbody tr')].map((tr) => Number(tr.dataset.survived)) }));
+    const mine = await setFindings(page, [...SENTENCE_SET]);
+    assert.equal(Number(facts.words), mine.words);
+    assert.equal(Number(facts.agree), mine.agree);
+    assert.equal(Number(facts.survived), mine.survived);
+    assert.equal(Number(facts.pairs), mine.pairs);
+    assert.equal(Number(facts.defined), mine.defined);
+    assert.equal(Number(facts.rhoPositive), mine.rhoPositive);
+    assert.ok(Math.abs(Number(facts.rhoMean) - mine.rhoMean) <= 1e-9, `mean rho ${facts.rhoMean} vs ${mine.rhoMean}`);
+    assert.deepEqual(facts.perHead, mine.perHead);
+    assert.match(await page.locator('[data-fact="agree"]').textContent(), new RegExp(`^${mine.agree} of ${mine.words} `));
+    t.diagnostic(`set: ${mine.words} words, mean rho ${mine.rhoMean.toFixed(3)}, agree ${mine.agree}, survived ${mine.survived}/${mine.pairs}`);
+
+    // The update time at n = 16: a sentence of 16 tokens, five words clicked in turn.
+    await page.fill('#sentence', N16);
+    await page.press('#sentence', 'Enter');
+    await page.waitForFunction((s) => document.querySelector('attention-contribution')?.shadowRoot?.querySelector('table.contrib')?.dataset.text === s, N16, { timeout: LOAD_TIMEOUT_MS });
+    const times = [];
+    for (const token of [2, 3, 6, 8, 10, 13]) {
+      await page.locator(`attention-contribution button.chip[data-token="${token}"]`).click();
+      await page.waitForFunction((k) => document.querySelector('attention-contribution').shadowRoot.querySelector('table.contrib')?.dataset.token === String(k), token, { timeout: LOAD_TIMEOUT_MS });
+      const now = await contributionShown(page);
+      assert.equal((await engineMeasure(page, N16, token)).n, 16);
+      times.push(now.ms);
+    }
+    times.sort((a, b) => a - b);
+    const median = times[Math.floor(times.length / 2)];
+    writeFileSync(join(artifacts, 'contribution-timing.json'), `${JSON.stringify({ n: 16, target_ms: 150, times_ms: times, median_ms: median }, null, 2)}\n`);
+    t.diagnostic(`n = 16 update (analysis, 17 predictions, the table): median ${median.toFixed(0)} ms of ${times.map((x) => x.toFixed(0)).join(', ')} (target 150 ms)`);
+    assert.ok(median < 2000, `the contribution figure took ${median} ms`);
+    const link = new URL(await page.evaluate(() => location.href));
+    const params = new URLSearchParams(link.hash.slice(1));
+    assert.deepEqual([params.get('s'), params.get('w'), params.get('o')], [N16, '13', 'effect']);
+
+    // Hostile input, in the post and in a figure of its own.
+    await page.fill('#sentence', HOSTILE);
+    await page.press('#sentence', 'Enter');
+    await page.waitForFunction((s) => document.getElementById('yours').dataset.sentence === s, HOSTILE);
+    await page.evaluate((s) => {
+      const el = document.createElement('attention-prediction');
+      el.id = 'hostile-own';
+      el.setAttribute('sentence', s);
+      el.setAttribute('word', 'it');
+      el.setAttribute('autoload', '');
+      document.querySelector('main').append(el);
+    }, HOSTILE);
+    await ready(page, '#hostile-own');
+    // The instrument shows the hostile sentence's tokens as text (chips), whatever word it picked.
+    await page.waitForFunction(() => [...(document.querySelector('attention-contribution')?.shadowRoot?.querySelectorAll('button.chip') ?? [])].some((c) => c.textContent === 'script'), null, { timeout: LOAD_TIMEOUT_MS });
+    const own = await predictionShown(page, '#hostile-own');
+    assert.equal(own.text, HOSTILE);
+    await assertInert(page);
+    assert.deepEqual(errors, []);
+    await context.close();
+
+    // The permalink at 360 px.
+    const second = await openPost(`contribution.html${link.hash}`, { width: 360, height: 740 });
+    await ready(second.page, 'attention-contribution');
+    const again = await contributionShown(second.page);
+    assert.deepEqual([again.text, again.token, again.sort], [N16, 13, 'effect']);
+    const over = await second.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    assert.ok(over <= 0, `contribution.html scrolls sideways by ${over} px at 360 px`);
+    assert.deepEqual(second.errors, []);
+    await second.context.close();
+
+    // Screenshots, once the instrument has drawn (the set's table may still be measuring).
+    for (const width of [1280, 390]) {
+      const shot = await openPost('contribution.html', { width });
+      await ready(shot.page, 'attention-contribution');
+      await ready(shot.page, '#survival', SET_TIMEOUT_MS);
+      await shot.page.waitForTimeout(300);
+      await shot.page.screenshot({ path: join(artifacts, `post-contribution-${width}.png`), fullPage: true });
+      assert.deepEqual(shot.errors, []);
+      await shot.context.close();
+    }
+  });
+});

@@ -1,0 +1,202 @@
+// <attention-prediction>: BERT as what it was trained to be, a masked language model. Click a
+// word of the sentence to mask it ([MASK] in its place) and read the masked-LM head's ten most
+// likely tokens for that position with their probabilities, and the rank of the word that was
+// there. Attributes as every figure's (sentence, word), plus `removed` (heads to remove, "L.H"
+// counted from 1 and joined by commas, e.g. "2.3,4.1") and `autoload` (predict at once; without
+// it the first prediction waits for the reader, since on the split model it needs the whole
+// word-embedding table, about 15 MB, which is never fetched at page load).
+import { AttentionFigure, ATTRIBUTES, Latest } from './base.js';
+import { currentEngine, getEngine, isSuperseded } from '../engine/engine.js';
+import { ROLE } from '../engine/result.js';
+import { CONTROLS_CSS, TokenChips } from './controls.js';
+import { fmt, h, megabytes, setText } from './dom.js';
+
+export const PREDICTION_TAG = 'attention-prediction';
+// How many entries the figure shows, and how far down it looks for the original word's rank.
+export const SHOWN = 10;
+export const RANK_DEPTH = 1000;
+export const MASK_TEXT = '[MASK]';
+const REMOVED_ATTRIBUTE = 'removed';
+const AUTOLOAD_ATTRIBUTE = 'autoload';
+// What the engine accepts for `removed`: "L.H" pairs joined by commas.
+export const REMOVED_FORM = /^(\d{1,2}\.\d{1,2})(,\d{1,2}\.\d{1,2})*$/;
+
+export const PREDICTION_CSS = `
+  .predictions { width: 100%; border-collapse: collapse; font-size: 0.92em; table-layout: fixed; }
+  .predictions th, .predictions td { padding: 0.15em 0.35em; text-align: left; border-bottom: 1px solid var(--attn-line); overflow-wrap: anywhere; }
+  .predictions td.num, .predictions th.num { text-align: right; font-variant-numeric: tabular-nums; width: 5.2em; }
+  .predictions th.rank { width: 2.2em; }
+  .predictions tr[data-original="true"] td { font-weight: bold; }
+  .predictions .bar-track { display: block; height: 0.55em; background: var(--attn-line); border-radius: 3px; overflow: hidden; }
+  .predictions .bar { display: block; height: 100%; background: var(--attn-bar); }
+  .masked-line { margin: 0.3em 0 0.5em; overflow-wrap: anywhere; }
+  .masked-line .mask { font-family: ui-monospace, monospace; background: var(--attn-bar); color: var(--attn-bg); padding: 0 0.25em; border-radius: 3px; }
+  .vocab-note { margin: 0.4em 0; }
+  .rank-line { margin: 0.5em 0 0; }
+`;
+
+// The vocabulary table: on the split model, predict() first fetches every shard; this says how
+// far that has got while a prediction waits (the engine's worker answers between downloads).
+export async function withVocabularyProgress(engine, work, say) {
+  let stats = null;
+  try {
+    stats = await engine.shardStats?.();
+  } catch {
+    stats = null;
+  }
+  const needed = stats && stats.count > 0 && stats.loaded < stats.count;
+  let timer = null;
+  if (needed) {
+    say(`Predictions need the whole vocabulary table: downloading ${stats.count} small files (about ${megabytes(14.8e6)}) once; ${stats.loaded} of ${stats.count} are here\u2026`);
+    timer = setInterval(async () => {
+      try {
+        const s = await engine.shardStats();
+        say(`Predictions need the whole vocabulary table: downloading\u2026 ${s.loaded} of ${s.count} files, ${megabytes(s.bytes)} so far.`);
+      } catch {
+        // The status line only.
+      }
+    }, 300);
+  }
+  try {
+    return await work();
+  } finally {
+    if (timer) clearInterval(timer);
+    if (needed) say('');
+  }
+}
+
+// The probability and rank (from 1) of token id in a prediction list, or null if absent.
+export function findIn(list, id) {
+  const at = list.findIndex((p) => p.id === id);
+  return at < 0 ? null : { rank: at + 1, probability: list[at].probability };
+}
+
+// Whether the reader may mask token i: a token of the sentence other than [CLS] and [SEP].
+export const maskable = (result, i) => i >= 0 && i < result.n && result.roles[i] !== ROLE.cls && result.roles[i] !== ROLE.sep;
+
+class AttentionPrediction extends AttentionFigure {
+  static css = CONTROLS_CSS + PREDICTION_CSS;
+
+  static observedAttributes = [...Object.values(ATTRIBUTES), REMOVED_ATTRIBUTE, AUTOLOAD_ATTRIBUTE];
+
+  static placeholderHeight = '14em';
+
+  static frameHeight = 620;
+
+  static figureKey = 'prediction';
+
+  constructor() {
+    super();
+    this._predictLatest = new Latest();
+    this._armed = false;
+  }
+
+  get removed() {
+    const value = (this.getAttribute(REMOVED_ATTRIBUTE) ?? '').replace(/\s+/g, '');
+    return REMOVED_FORM.test(value) ? value : '';
+  }
+
+  async engine() {
+    return this._standalone?.engine ?? (await (currentEngine() ?? getEngine()));
+  }
+
+  render(view) {
+    if (!this.hasResult(view)) {
+      this._parts = null;
+      return;
+    }
+    if (!this._parts) {
+      const p = {
+        chips: new TokenChips({ label: 'Tokens of the sentence: choose one to mask', onSelect: (patch) => { this._armed = true; this.select(patch); } }),
+        masked: h('p.masked-line'),
+        note: h('p.vocab-note.muted', { role: 'status' }),
+        start: h('button.primary', { type: 'button', hidden: true, on: { click: () => { this._armed = true; this.predictNow(); } } }),
+        table: h('div.table-slot'),
+        rank: h('p.rank-line'),
+      };
+      this.bodyEl.replaceChildren(p.chips.scroller, p.masked, p.start, p.note, p.table, p.rank);
+      this._parts = p;
+    }
+    const p = this._parts;
+    p.chips.update(view.result, view.token, view.showSpecial);
+    if (view.inputError) setText(p.note, view.inputError);
+    const { result, token } = view;
+    if (!maskable(result, token)) {
+      setText(p.masked, 'Click a word above to mask it.');
+      p.table.replaceChildren();
+      setText(p.rank, '');
+      return;
+    }
+    const before = result.text.slice(0, Math.max(0, result.tokens[token].start));
+    const after = result.text.slice(Math.max(0, result.tokens[token].end));
+    p.masked.replaceChildren(before, h('span.mask', { text: MASK_TEXT }), after);
+    if (view.mode !== 'live') {
+      p.start.hidden = true;
+      return;
+    }
+    if (this._armed || this.hasAttribute(AUTOLOAD_ATTRIBUTE)) {
+      p.start.hidden = true;
+      this.predictNow();
+    } else {
+      p.start.textContent = `Predict \u201c${result.tokens[token].text}\u201d (the first prediction downloads the vocabulary table)`;
+      p.start.hidden = false;
+    }
+  }
+
+  attributeChangedCallback(name, old, value) {
+    super.attributeChangedCallback(name, old, value);
+    if (name === REMOVED_ATTRIBUTE && this._view?.mode === 'live' && old !== value) this.predictNow();
+  }
+
+  async predictNow() {
+    const view = this._view;
+    const p = this._parts;
+    if (!view?.result || !p || view.mode !== 'live' || !maskable(view.result, view.token)) return;
+    const { result, token } = view;
+    const removed = this.removed;
+    const ticket = this._predictLatest.next();
+    const engine = await this.engine();
+    const original = result.tokens[token];
+    let list;
+    const t0 = performance.now();
+    try {
+      list = await withVocabularyProgress(engine, () => engine.predict(result.text, token, RANK_DEPTH, { masked: true, removed }), (text) => {
+        if (this._predictLatest.current(ticket)) setText(p.note, text);
+      });
+    } catch (error) {
+      if (isSuperseded(error) || !this._predictLatest.current(ticket)) return;
+      setText(p.note, `The prediction failed: ${error.message}`);
+      return;
+    }
+    if (!this._predictLatest.current(ticket)) return;
+    const ms = performance.now() - t0;
+    this._prediction = { text: result.text, token, removed, list, ms };
+    const shown = list.slice(0, SHOWN);
+    const found = findIn(list, original.id);
+    const top = shown[0]?.probability || 1;
+    p.table.replaceChildren(h('table.predictions', { dataset: { text: result.text, token: String(token), removed } },
+      h('caption.visually-hidden', { text: `The model's ${SHOWN} most likely tokens in place of \u201c${original.text}\u201d` }),
+      h('thead', {}, h('tr', {}, h('th.rank', { scope: 'col', text: '#' }), h('th', { scope: 'col', text: 'Token' }),
+        h('th', { scope: 'col', text: '' }), h('th.num', { scope: 'col', text: 'p' }))),
+      h('tbody', {}, shown.map((x, k) => h('tr', { dataset: { id: String(x.id), probability: String(x.probability), original: String(x.id === original.id) } },
+        h('td', { text: String(k + 1) }),
+        h('td', { text: x.text }),
+        h('td', {}, h('span.bar-track', {}, h('span.bar', { style: { width: `${((100 * x.probability) / top).toFixed(1)}%` } }))),
+        h('td.num', { text: fmt(x.probability, 3) }))))));
+    const removedText = removed ? ` with head${removed.includes(',') ? 's' : ''} ${removed.split(',').map((x) => `L${x.replace('.', ' H')}`).join(', ')} removed` : '';
+    p.rank.dataset.rank = found ? String(found.rank) : '';
+    p.rank.dataset.probability = found ? String(found.probability) : '';
+    setText(p.rank, found
+      ? `The word that was there, \u201c${original.text}\u201d, is number ${found.rank.toLocaleString('en-US')} with p = ${fmt(found.probability, 4)}${removedText}.`
+      : `The word that was there, \u201c${original.text}\u201d, is not in the top ${RANK_DEPTH.toLocaleString('en-US')}${removedText}.`);
+    if (p.note.textContent.startsWith('Predictions need')) setText(p.note, '');
+    this.dataset.ready = 'true';
+    this.dataset.ms = String(Math.round(ms));
+  }
+
+  canExport() {
+    return false;
+  }
+}
+
+if (!customElements.get(PREDICTION_TAG)) customElements.define(PREDICTION_TAG, AttentionPrediction);
