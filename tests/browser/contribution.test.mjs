@@ -9,12 +9,12 @@
 // (test-artifacts/contribution-timing.json); screenshots at 1280 and 390 px go to test-artifacts/.
 // Needs the assembled site (node scripts/site/build_site.mjs).
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium, ROW_SUM_TOLERANCE, serve } from './harness.mjs';
+import { ROW_SUM_TOLERANCE, startSite } from './harness.mjs';
 import { SENTENCE_SET } from '../../web/posts/sentences.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -26,22 +26,17 @@ const HOSTILE = '<img src=x onerror="window.__injected=1"><script>window.__injec
 const N16 = 'The old animal did not cross the street because it was too tired.';
 const DEPTH = 1000;
 
-let server;
+let site;
 let baseUrl;
 let browser;
 
 before(async () => {
-  assert.ok(existsSync(join(web, 'models', 'manifest.json')), 'web/models/manifest.json is missing: run node scripts/site/build_site.mjs first.');
   mkdirSync(artifacts, { recursive: true });
-  server = await serve(web);
-  baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
-  browser = await launchChromium();
+  site = await startSite(web);
+  ({ baseUrl, browser } = site);
 });
 
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
+after(() => site?.close());
 
 async function openPost(path, { width = 1280, height = 900 } = {}) {
   const context = await browser.newContext({ viewport: { width, height } });

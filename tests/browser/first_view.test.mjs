@@ -6,33 +6,27 @@
 // keeps the reader's head; the prose names the labels and says when the sharpest head of all is
 // positional. Needs the assembled site (node scripts/site/build_site.mjs).
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium, serve } from './harness.mjs';
+import { startSite } from './harness.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
 const LOAD_TIMEOUT_MS = 60000;
 const NOT_CONTENT = ['previous-token', 'next-token', 'self', '[CLS]/[SEP] sink'];
 
-let server;
+let site;
 let baseUrl;
 let browser;
 
 before(async () => {
-  assert.ok(existsSync(join(web, 'models', 'manifest.json')), 'web/models/manifest.json is missing: run node scripts/site/build_site.mjs first.');
-  server = await serve(web);
-  baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
-  browser = await launchChromium();
+  site = await startSite(web);
+  ({ baseUrl, browser } = site);
 });
 
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
+after(() => site?.close());
 
 async function shownRow(page) {
   return page.locator('#instrument table.bars').evaluate((t) => ({

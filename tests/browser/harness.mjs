@@ -1,6 +1,8 @@
 // What the browser tests and the benchmark share: how to start Debian's Chromium headless here
 // and how to serve a folder on a free localhost port.
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 
 const require = createRequire(import.meta.url);
 const { chromium } = require('playwright-core');
@@ -24,4 +26,22 @@ export async function serve(folder, { cors = true } = {}) {
   const server = httpServer.createServer({ root: folder, cache: -1, cors, showDir: false, logFn: () => {} });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   return server;
+}
+
+// The assembled site (web/, as scripts/site/build_site.mjs writes it) served on localhost, with
+// one Chromium, for a test file: start it in before(), close it in after().
+export async function startSite(web) {
+  const manifest = join(web, 'models', 'manifest.json');
+  if (!existsSync(manifest)) throw new Error(`${manifest} is missing: run node scripts/site/build_site.mjs first.`);
+  const server = await serve(web);
+  const browser = await launchChromium();
+  return {
+    server,
+    browser,
+    baseUrl: `http://127.0.0.1:${server.server.address().port}/`,
+    close: async () => {
+      await browser.close();
+      server.close();
+    },
+  };
 }

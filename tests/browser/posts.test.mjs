@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium, ROW_SUM_TOLERANCE, serve } from './harness.mjs';
+import { ROW_SUM_TOLERANCE, startSite } from './harness.mjs';
 import { SENTENCE_SET } from '../../web/posts/sentences.js';
 import { failureCause, typeBack } from '../../web/posts/survival.js';
 
@@ -24,22 +24,17 @@ const vocabPath = join(root, 'model_data', 'vocab.txt');
 const LOAD_TIMEOUT_MS = 90000;
 const HOSTILE = '<img src=x onerror="window.__injected=1"><script>window.__injected=2</script><b>bold</b> it was';
 
-let server;
+let site;
 let baseUrl;
 let browser;
 
 before(async () => {
-  assert.ok(existsSync(join(web, 'models', 'manifest.json')), 'web/models/manifest.json is missing: run node scripts/site/build_site.mjs first.');
   mkdirSync(artifacts, { recursive: true });
-  server = await serve(web);
-  baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
-  browser = await launchChromium();
+  site = await startSite(web);
+  ({ baseUrl, browser } = site);
 });
 
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
+after(() => site?.close());
 
 async function openPost(path, { width = 1280, height = 900 } = {}) {
   const context = await browser.newContext({ viewport: { width, height } });

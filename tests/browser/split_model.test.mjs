@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium, serve } from './harness.mjs';
+import { startSite } from './harness.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
@@ -19,21 +19,17 @@ const entry = manifest.models[manifest.default];
 const LOAD_TIMEOUT_MS = 60000;
 const SENTENCE = 'Quokkas and wombats quarrel beside eucalyptus groves at twilight.';
 
-let server;
+let site;
 let baseUrl;
 let browser;
 
 before(async () => {
   assert.ok(entry.core && entry.shards, 'the default model is not split: run node scripts/site/build_site.mjs');
   assert.ok(existsSync(cli), `${cli} is missing: run scripts/build.sh native`);
-  server = await serve(web);
-  baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
-  browser = await launchChromium();
+  site = await startSite(web);
+  ({ baseUrl, browser } = site);
 });
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
+after(() => site?.close());
 
 // The shards a text needs, from the native tokenizer: floor(id / R) for its ids.
 function shardsOf(text) {

@@ -148,3 +148,31 @@ export function sentenceForm({ value, label = 'Your sentence', onSubmit }) {
     h('label', { for: 'sentence', text: label }), h('span.row', {}, input, h('button', { type: 'submit', text: 'Analyse' })));
   return { form, input };
 }
+
+// The reader's own sentence in a post: a sentence box bound to the hash's `s` (default: the first
+// sentence of the set), and that sentence's analysis. An empty submission is refused in `error`
+// (the caller shows it); a refused analysis puts the engine's message in `slot`. Returns null
+// when there is nothing to draw, or when current() says a newer call has taken over.
+export async function analyzeReadersSentence({ engine, hash, slot, redraw, current, fallback }) {
+  const sentence = readHash(hash).s ?? fallback;
+  const error = h('p.error-line', { role: 'status' });
+  const { form } = sentenceForm({
+    value: sentence,
+    onSubmit: (text) => {
+      if (!text.trim()) {
+        error.textContent = 'Type a sentence first: an empty one has no words, only [CLS] and [SEP]. The table below still shows the last one.';
+        return;
+      }
+      writeHash({ s: text }, { push: true });
+      redraw();
+    },
+  });
+  let result;
+  try {
+    result = await engine.analyze(sentence);
+  } catch (e) {
+    if (current()) slot.replaceChildren(form, h('p.error-line', { role: 'status', text: e.message }));
+    return null;
+  }
+  return current() ? { sentence, form, error, result } : null;
+}

@@ -8,7 +8,7 @@ import '../widgets/attention-compare.js';
 import { SENTENCE_SET } from './sentences.js';
 import {
   analyzeAll, countWord, fillFacts, fmt, h, headCounts, headLabel, headTag, labelChip, loadEngine, percent, readHash,
-  sentenceForm, share, writeHash,
+  share, analyzeReadersSentence,
 } from './common.js';
 import { attentionRow, ROLE, rowStat } from '../engine/result.js';
 import { rowRelation, SELECTION_RULE, sharpestAndBroadest } from '../widgets/data.js';
@@ -176,28 +176,11 @@ let drawing = 0;
 async function drawYours(engine) {
   const ticket = ++drawing;
   const state = readHash(HASH);
-  const sentence = state.s ?? SENTENCE_SET[0];
-  const error = h('p.error-line', { role: 'status' });
-  const { form } = sentenceForm({
-    value: sentence,
-    onSubmit: (text) => {
-      if (!text.trim()) {
-        error.textContent = 'Type a sentence first: an empty one has no words, only [CLS] and [SEP]. The table below still shows the last one.';
-        return;
-      }
-      writeHash({ s: text }, { push: true });
-      drawYours(engine);
-    },
+  const mine = await analyzeReadersSentence({
+    engine, hash: HASH, slot: yoursSlot, redraw: () => drawYours(engine), current: () => ticket === drawing, fallback: SENTENCE_SET[0],
   });
-  let result;
-  try {
-    result = await engine.analyze(sentence);
-  } catch (e) {
-    if (ticket !== drawing) return;
-    yoursSlot.replaceChildren(form, h('p.error-line', { role: 'status', text: e.message }));
-    return;
-  }
-  if (ticket !== drawing) return;
+  if (!mine) return;
+  const { sentence, form, error, result } = mine;
   const rows = confidentHeads(result);
   const selected = rows.find((x) => x.token === state.w) ?? rows.find((x) => x.word === 'it') ?? rows[0];
   const positional = rows.filter((x) => x.positional).length;

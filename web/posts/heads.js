@@ -7,7 +7,7 @@ import '../widgets/attention-heads.js';
 import { SENTENCE_SET } from './sentences.js';
 import {
   analyzeAll, countWord, fillFacts, fmt, h, headCounts, headLabel, headTag, labelChip, labelOf, loadEngine, percent,
-  readHash, sentenceForm, share, writeHash,
+  analyzeReadersSentence, share,
 } from './common.js';
 import { ROLE } from '../engine/result.js';
 
@@ -90,28 +90,11 @@ async function main() {
 let drawing = 0;
 async function drawYours(engine) {
   const ticket = ++drawing;
-  const sentence = readHash(HASH).s ?? SENTENCE_SET[0];
-  const error = h('p.error-line', { role: 'status' });
-  const { form } = sentenceForm({
-    value: sentence,
-    onSubmit: (text) => {
-      if (!text.trim()) {
-        error.textContent = 'Type a sentence first: an empty one has no words, only [CLS] and [SEP]. The table below still shows the last one.';
-        return;
-      }
-      writeHash({ s: text }, { push: true });
-      drawYours(engine);
-    },
+  const mine = await analyzeReadersSentence({
+    engine, hash: HASH, slot: yoursSlot, redraw: () => drawYours(engine), current: () => ticket === drawing, fallback: SENTENCE_SET[0],
   });
-  let result;
-  try {
-    result = await engine.analyze(sentence);
-  } catch (e) {
-    if (ticket !== drawing) return;
-    yoursSlot.replaceChildren(form, h('p.error-line', { role: 'status', text: e.message }));
-    return;
-  }
-  if (ticket !== drawing) return;
+  if (!mine) return;
+  const { sentence, form, error, result } = mine;
   const counts = headCounts([result]);
   // The core's own label for each head over this sentence (labelOf gives the same).
   const labels = counts.map((c) => headLabel(result, c.layer, c.head));
