@@ -32,6 +32,9 @@ ctest --preset native -j "$JOBS"
 echo "== Python tests (model file, converter, reference)"
 "$PY" -m unittest discover -s tests/py
 
+echo "== the site (engine, models, the split model, manifest, bundle, examples)"
+node scripts/site/build_site.mjs
+
 echo "== JS tests (node:test): tokenizer parity, wasm engine"
 node --test tests/js/*.test.mjs
 
@@ -39,7 +42,6 @@ shopt -s nullglob
 browser_tests=(tests/browser/*.test.mjs)
 if ((${#browser_tests[@]})); then
   echo "== browser tests (Chromium)"
-  node scripts/site/build_site.mjs
   node --test --test-concurrency=1 "${browser_tests[@]}"
 fi
 
