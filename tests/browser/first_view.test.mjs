@@ -108,4 +108,20 @@ describe('the article\u2019s first view', { timeout: 180000 }, () => {
     assert.deepEqual(errors, []);
     await context.close();
   });
+  test('an empty sentence says what to type and keeps the figures', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(baseUrl);
+    await page.locator('#open').waitFor({ state: 'visible', timeout: LOAD_TIMEOUT_MS });
+    await page.click('#open');
+    await page.locator('#instrument .status[data-mode="live"]').waitFor();
+    const before = await shownRow(page);
+    const input = page.locator('#instrument input#sentence');
+    await input.fill('   ');
+    await input.press('Enter');
+    const note = page.locator('#instrument').locator('text=/Type a sentence first/');
+    await note.waitFor();
+    assert.deepEqual(await shownRow(page), before, 'the figures keep the last sentence');
+    await context.close();
+  });
 });

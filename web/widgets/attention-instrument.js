@@ -270,6 +270,11 @@ class AttentionInstrument extends AttentionFigure {
   commitSentence(transient = false) {
     clearTimeout(this._timer);
     const sentence = this.input.value;
+    // An empty sentence is only [CLS] and [SEP]: say what to type and keep the figures.
+    if (!sentence.trim()) {
+      if (!transient) setText(this.inputError, 'Type a sentence first: an empty one has no words, only [CLS] and [SEP]. The figures still show the last sentence.');
+      return;
+    }
     // A sentence already asked for (its analysis still running) is not asked for again, unless
     // it failed (then asking again is the retry).
     if (sentence !== (this._asked ?? this.view?.sentence) || (!transient && this.view?.inputError)) {
