@@ -38,14 +38,7 @@ before(async () => {
 
 after(() => site?.close());
 
-async function openPost(path, { width = 1280, height = 900 } = {}) {
-  const context = await browser.newContext({ viewport: { width, height } });
-  const page = await context.newPage();
-  const errors = [];
-  page.on('pageerror', (error) => errors.push(error.message));
-  await page.goto(baseUrl + path);
-  return { page, context, errors };
-}
+const openPost = (path, size) => site.open(path, size);
 
 const ready = (page, selector, timeout = LOAD_TIMEOUT_MS) => page.locator(`${selector}[data-ready="true"]`).first().waitFor({ state: 'attached', timeout });
 

@@ -29,16 +29,27 @@ export async function serve(folder, { cors = true } = {}) {
 }
 
 // The assembled site (web/, as scripts/site/build_site.mjs writes it) served on localhost, with
-// one Chromium, for a test file: start it in before(), close it in after().
+// one Chromium, for a test file: start it in before(), open pages with open(path), close it in
+// after().
 export async function startSite(web) {
   const manifest = join(web, 'models', 'manifest.json');
   if (!existsSync(manifest)) throw new Error(`${manifest} is missing: run node scripts/site/build_site.mjs first.`);
   const server = await serve(web);
   const browser = await launchChromium();
+  const baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
   return {
     server,
     browser,
-    baseUrl: `http://127.0.0.1:${server.server.address().port}/`,
+    baseUrl,
+    // A page of the site in a fresh context (its own Cache API), recording page errors.
+    open: async (path, { width = 1280, height = 900 } = {}) => {
+      const context = await browser.newContext({ viewport: { width, height } });
+      const page = await context.newPage();
+      const errors = [];
+      page.on('pageerror', (error) => errors.push(error.message));
+      await page.goto(baseUrl + path);
+      return { page, context, errors };
+    },
     close: async () => {
       await browser.close();
       server.close();
