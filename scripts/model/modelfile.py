@@ -341,9 +341,8 @@ def _encode_rans(values, group, levels):
     symbols = q + levels
     freq = rans.frequencies(symbols, 2 * levels + 1)
     states, streams = rans.encode(symbols, freq)
-    table = freq.astype("<u2").tobytes()
-    table += b"\0" * (-len(table) % 4)
-    return b"".join([struct.pack("<II", levels, len(streams)), table,
+    levels_word, table = rans.encode_table(freq, levels)
+    return b"".join([struct.pack("<II", levels_word, len(streams)), table,
                      scales.astype("<f4").tobytes(), states.astype("<u4").tobytes(),
                      np.array([len(x) for x in streams], dtype="<u4").tobytes()] + streams)
 
@@ -360,14 +359,14 @@ def _decode_rans(raw, numel, group):
         return values
 
     at = 0
-    levels, lanes = (int(v) for v in take(2, "<u4", "header"))
-    if not 1 <= levels <= MAX_RANS_LEVELS:
-        raise ModelFileError(f"rans levels {levels}, expected 1 to {MAX_RANS_LEVELS}")
+    levels_word, lanes = (int(v) for v in take(2, "<u4", "header"))
+    try:
+        levels, freq, at = rans.decode_table(raw, at, levels_word, MAX_RANS_LEVELS)
+    except rans.RansError as e:
+        raise ModelFileError(f"rans {e}") from None
     if lanes != -(-numel // rans.LANE_LENGTH):
         raise ModelFileError(f"rans lane count {lanes}, expected {-(-numel // rans.LANE_LENGTH)} "
                              f"for {numel} values in lanes of {rans.LANE_LENGTH}")
-    freq = take(2 * levels + 1, "<u2", "frequency table")
-    at += -at % 4
     scales = take(numel // group, "<f4", "scales").astype(np.float32)
     states = take(lanes, "<u4", "lane states")
     lengths = take(lanes, "<u4", "stream lengths").astype(np.int64)
@@ -685,7 +684,7 @@ def parse(buf, source="model file"):
         tensors[tensor_name] = values.reshape(shape)
         precision[tensor_name] = (DTYPE_NAMES[dtype], group)
         if dtype == RANS:
-            precision[tensor_name] += (int(struct.unpack_from("<I", raw)[0]),)
+            precision[tensor_name] += (int(struct.unpack_from("<I", raw)[0]) & ~rans.CODED_TABLE_FLAG,)
     spans.sort()
     for (_, end, a), (start, _, b) in zip(spans, spans[1:]):
         if start < end:

@@ -17,6 +17,11 @@ PROB_BITS = 15
 PROB_SCALE = 1 << PROB_BITS
 STATE_LOW = 1 << 23
 LANE_LENGTH = 4096
+# The header's levels word has this bit set when the frequency table is Rice-coded
+# (model_data/README.md): at thousands of levels most frequencies are 0 or 1, and the plain table
+# of one u16 per symbol is 4 to 8 times larger than its code.
+CODED_TABLE_FLAG = 1 << 31
+MAX_RICE_PARAMETER = 14
 
 
 class RansError(ValueError):
@@ -43,6 +48,79 @@ def frequencies(symbols, alphabet):
         freq[index] -= take
         excess -= take
     return freq.astype(np.uint16)  # PROB_SCALE itself fits: a lone symbol gets 2^15
+
+
+def rice_code(freq, k):
+    """The Rice code of freq with parameter k: per value, value >> k in unary (ones ended by a
+    zero), then its k low bits; bits least significant first in each byte, zero-padded to a
+    multiple of 4 bytes."""
+    freq = np.asarray(freq, dtype=np.int64)
+    high = freq >> k
+    lengths = high + 1 + k
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    total = int(lengths.sum())
+    bits = np.zeros(-(-total // 32) * 32, dtype=np.uint8)
+    ones = np.repeat(starts, high) + (np.arange(int(high.sum())) - np.repeat(np.cumsum(high) - high, high))
+    bits[ones] = 1
+    for b in range(k):
+        bits[starts + high + 1 + b] = (freq >> b) & 1
+    return np.packbits(bits, bitorder="little").tobytes()
+
+
+def encode_table(freq, levels):
+    """The header's first words and the frequency table: plain (u16 per symbol) or Rice-coded,
+    whichever is shorter."""
+    plain = freq.astype("<u2").tobytes()
+    plain += b"\0" * (-len(plain) % 4)
+    k, best = min(((k, rice_code(freq, k)) for k in range(MAX_RICE_PARAMETER + 1)),
+                  key=lambda pair: len(pair[1]))
+    if 8 + len(best) < len(plain):
+        return levels | CODED_TABLE_FLAG, np.array([k, len(best)], dtype="<u4").tobytes() + best
+    return levels, plain
+
+
+def decode_table(raw, at, levels_word, max_levels):
+    """(levels, frequencies, offset after the table) of the table at raw[at:], for the header's
+    levels word; RansError if it is damaged."""
+    levels = levels_word & ~CODED_TABLE_FLAG
+    if not 1 <= levels <= max_levels:
+        raise RansError(f"levels {levels}, expected 1 to {max_levels}")
+    alphabet = 2 * levels + 1
+    if not levels_word & CODED_TABLE_FLAG:
+        size = 2 * alphabet
+        if at + size > len(raw):
+            raise RansError(f"data ends inside its frequency table ({len(raw)} bytes)")
+        freq = np.frombuffer(raw, dtype="<u2", count=alphabet, offset=at).astype(np.int64)
+        end = at + size + (-size % 4)
+    else:
+        if at + 8 > len(raw):
+            raise RansError(f"data ends inside its coded table's header ({len(raw)} bytes)")
+        k, size = (int(v) for v in np.frombuffer(raw, dtype="<u4", count=2, offset=at))
+        if k > MAX_RICE_PARAMETER or size % 4 or at + 8 + size > len(raw):
+            raise RansError(f"coded table with parameter {k} and {size} bytes does not fit")
+        bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8, count=size, offset=at + 8),
+                             bitorder="little")
+        freq = np.zeros(alphabet, dtype=np.int64)
+        pos = 0
+        zeros = np.flatnonzero(bits == 0)
+        for s in range(alphabet):
+            # The unary part ends at the next zero bit.
+            z = np.searchsorted(zeros, pos)
+            if z >= len(zeros):
+                raise RansError(f"coded table ends at symbol {s}")
+            stop = int(zeros[z])
+            high = stop - pos
+            if high > PROB_SCALE >> k or stop + 1 + k > len(bits):
+                raise RansError(f"coded table: symbol {s} does not fit")
+            low = int(np.dot(bits[stop + 1:stop + 1 + k].astype(np.int64), 1 << np.arange(k)))
+            freq[s] = high << k | low
+            pos = stop + 1 + k
+        if bits[pos:].any():
+            raise RansError("coded table: its padding is not zero")
+        end = at + 8 + size
+    if int(freq.sum()) != PROB_SCALE:
+        raise RansError(f"frequencies sum to {int(freq.sum())}, expected {PROB_SCALE}")
+    return levels, freq, end
 
 
 def encode(symbols, freq):

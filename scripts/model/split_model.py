@@ -161,11 +161,6 @@ class _File:
         return self.buf[base + start:base + (self.data_len if end is None else end)]
 
 
-def _rans_header_bytes(levels):
-    """Bytes of a rans tensor's header: levels, lanes, the frequency table padded to 4."""
-    return 8 + _align(2 * (2 * levels + 1), 4)
-
-
 def _check_words(f, rows_per_shard):
     """(levels, lanes, header bytes, group) of the word-embedding tensor, or SplitError."""
     words = f.words
@@ -187,15 +182,18 @@ def _check_words(f, rows_per_shard):
                f"per-row plan (rans:row) or an R that is a multiple of the group's rows")
     if words["bytes"] < 8:
         f.fail(f"{WORD_EMBEDDINGS}: rans data of {words['bytes']} bytes ends inside its header")
-    levels, lanes = struct.unpack_from("<II", f.data(words["offset"], words["offset"] + 8))
-    if not 1 <= levels <= modelfile.MAX_RANS_LEVELS:
-        f.fail(f"{WORD_EMBEDDINGS}: rans levels {levels}, expected 1 to "
-               f"{modelfile.MAX_RANS_LEVELS}")
+    raw = f.data(words["offset"], words["offset"] + words["bytes"])
+    levels_word, lanes = struct.unpack_from("<II", raw)
+    try:
+        # The header: levels, lanes and the frequency table, plain or coded (rans.py).
+        levels, _, head_bytes = rans.decode_table(raw, 8, levels_word, modelfile.MAX_RANS_LEVELS)
+    except rans.RansError as e:
+        f.fail(f"{WORD_EMBEDDINGS}: rans {e}")
     numel = vocab * hidden
     if lanes != -(-numel // rans.LANE_LENGTH):
         f.fail(f"{WORD_EMBEDDINGS}: rans lane count {lanes}, expected "
                f"{-(-numel // rans.LANE_LENGTH)}")
-    return levels, lanes, _rans_header_bytes(levels), group
+    return levels, lanes, head_bytes, group
 
 
 def _shard_rows(vocab, rows_per_shard):

@@ -284,5 +284,82 @@ TEST_F(BrokenRansFileTest, TruncatedAtEveryByteOfTheTensor) {
   }
 }
 
+
+// The same payload with its frequency table Rice-coded (model_data/README.md): the levels word
+// gets bit 31, then parameter k, the code's length in bytes (a multiple of 4) and the code, per
+// symbol its frequency >> k in unary (ones ended by a zero) and its k low bits, least
+// significant bit first. Written here from the README, independently of scripts/model/rans.py.
+std::vector<uint8_t> WithCodedTable(const std::vector<uint8_t>& plain, uint32_t k) {
+  const uint32_t levels = GetU32(plain, 0), alphabet = 2 * levels + 1;
+  const size_t plain_end = 8 + (2 * size_t{alphabet} + 3) / 4 * 4;
+  std::vector<bool> bits;
+  for (uint32_t s = 0; s < alphabet; ++s) {
+    const uint32_t f = uint32_t{plain[8 + 2 * s]} | uint32_t{plain[9 + 2 * s]} << 8;
+    for (uint32_t i = 0; i < (f >> k); ++i) bits.push_back(true);
+    bits.push_back(false);
+    for (uint32_t b = 0; b < k; ++b) bits.push_back((f >> b & 1) != 0);
+  }
+  std::vector<uint8_t> code((bits.size() + 31) / 32 * 4, 0);
+  for (size_t i = 0; i < bits.size(); ++i) code[i / 8] |= static_cast<uint8_t>(bits[i] << (i % 8));
+  std::vector<uint8_t> out(plain.begin(), plain.begin() + 8);
+  PutU32(&out, 0, levels | rans::kCodedTableFlag);
+  out.resize(16);
+  PutU32(&out, 8, k);
+  PutU32(&out, 12, static_cast<uint32_t>(code.size()));
+  out.insert(out.end(), code.begin(), code.end());
+  out.insert(out.end(), plain.begin() + static_cast<std::ptrdiff_t>(plain_end), plain.end());
+  return out;
+}
+
+TEST(RansCodedTableTest, DecodesAsThePlainTableForAnyParameter) {
+  for (uint32_t levels : {1u, 15u, 127u, 2047u, 16383u}) {
+    const WriterTensor t = RandomRansTensor(64, 256, 256, levels, levels);
+    const std::vector<uint8_t> plain = RansPayload(t);
+    std::vector<float> want, got;
+    ASSERT_TRUE(Decode(plain, t, &want).ok());
+    for (uint32_t k : {0u, 2u, 7u, 14u}) {
+      const std::vector<uint8_t> coded = WithCodedTable(plain, k);
+      const Status status = Decode(coded, t, &got);
+      ASSERT_TRUE(status.ok()) << "levels " << levels << ", k " << k << ": " << status.message();
+      EXPECT_EQ(got, want) << "levels " << levels << ", k " << k;
+      rans::Header header;
+      ASSERT_TRUE(rans::ReadHeader(coded.data(), coded.size(), &header).ok());
+      EXPECT_EQ(header.levels, levels);
+      EXPECT_EQ(header.bytes, 16 + GetU32(coded, 12));
+    }
+  }
+}
+
+TEST(RansCodedTableTest, DamageIsRefusedWithItsCause) {
+  const WriterTensor t = RandomRansTensor(300, 16, 16, 127, 5);
+  const std::vector<uint8_t> good = WithCodedTable(RansPayload(t), 4);
+  std::vector<uint8_t> p = good;
+  PutU32(&p, 8, 15);
+  EXPECT_HAS(DecodeError(p, t), "parameter 15");
+  p = good;
+  PutU32(&p, 12, GetU32(good, 12) + 2);
+  EXPECT_HAS(DecodeError(p, t), "length a multiple of 4");
+  p = good;
+  PutU32(&p, 12, 1u << 30);
+  EXPECT_HAS(DecodeError(p, t), "do not fit");
+  // All ones: a unary run longer than any frequency may be.
+  p = good;
+  for (size_t i = 16; i < 16 + GetU32(good, 12); ++i) p[i] = 0xFF;
+  EXPECT_HAS(DecodeError(p, t), "exceeds 2^15");
+  // One flipped bit of the code: another frequency, or a code that ends early.
+  p = good;
+  p[16 + 9] ^= 0x10;
+  const std::string flipped = DecodeError(p, t);
+  EXPECT_TRUE(flipped.find("do not sum to 32768") != std::string::npos ||
+              flipped.find("coded frequency table") != std::string::npos) << flipped;
+  // A set bit in the padding after the last symbol.
+  p = good;
+  p[16 + GetU32(good, 12) - 1] |= 0x80;
+  EXPECT_HAS(DecodeError(p, t), "padding is not zero");
+  // Cut inside the code's header or the code itself.
+  EXPECT_HAS(DecodeError(std::vector<uint8_t>(good.begin(), good.begin() + 12), t), "16-byte header");
+  EXPECT_HAS(DecodeError(std::vector<uint8_t>(good.begin(), good.begin() + 20), t), "do not fit");
+}
+
 }  // namespace
 }  // namespace attn

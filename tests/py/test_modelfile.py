@@ -304,7 +304,13 @@ class RansTest(unittest.TestCase):
 
         self.assertRejected(self.damaged(put("<I", 0, 0)), "rans levels 0")
         self.assertRejected(self.damaged(put("<I", 4, 9)), "rans lane count 9")
-        self.assertRejected(self.damaged(put("<H", 8 + 2 * 255, 1)), "rans frequencies sum to")
+        # The frequency table is Rice-coded at 255 levels (smaller than 511 u16): a flipped bit
+        # of its code changes a frequency, or breaks the code.
+        def flip_table_bit(data, at, nbytes):
+            data[at + 16 + 20] ^= 0x04
+        self.assertRejected(self.damaged(flip_table_bit),
+                            "rans (frequencies sum to|coded table)")
+        self.assertRejected(self.damaged(put("<I", 8, 15)), "rans coded table with parameter 15")
 
         def flip_stream_byte(data, at, nbytes):
             data[at + nbytes - 50] ^= 0x21

@@ -36,11 +36,33 @@ SHARD_HEADER = 64
 LANE = 4096
 
 
+CODED = 1 << 31
+
+
+def rans_table(raw):
+    """(levels, frequencies, header bytes) of a rans tensor's header, by the README layout: a
+    plain table of u16, or (levels word bit 31) a Rice code: parameter k, code bytes, then per
+    symbol ones ended by a zero and k low bits, least significant bit first."""
+    word, _ = struct.unpack_from("<II", raw)
+    levels, alphabet = word & ~CODED, 2 * (word & ~CODED) + 1
+    if not word & CODED:
+        head = 8 + 2 * alphabet
+        return levels, list(struct.unpack_from(f"<{alphabet}H", raw, 8)), head + -head % 4
+    k, size = struct.unpack_from("<II", raw, 8)
+    bits = "".join(f"{byte:08b}"[::-1] for byte in raw[16:16 + size])
+    freq, at = [], 0
+    for _ in range(alphabet):
+        stop = bits.index("0", at)
+        low = int(bits[stop + 1:stop + 1 + k][::-1] or "0", 2)
+        freq.append((stop - at) << k | low)
+        at = stop + 1 + k
+    return levels, freq, 16 + size
+
+
 def rans_parts(raw, numel, group):
     """(header bytes, scales, states, lengths, streams) of a rans tensor, by the README layout."""
-    levels, lanes = struct.unpack_from("<II", raw)
-    head = 8 + 2 * (2 * levels + 1)
-    head += -head % 4
+    _, lanes = struct.unpack_from("<II", raw)
+    head = rans_table(raw)[2]
     scales_end = head + 4 * (numel // group)
     states_end = scales_end + 4 * lanes
     lengths_end = states_end + 4 * lanes
@@ -142,9 +164,8 @@ class SmallModelSplitTest(SplitLayoutChecks, unittest.TestCase):
         core, shards = split_model.split_bytes(self.single, 256)
         want = modelfile.parse(self.single).tensors[WORDS]
         hidden = want.shape[1]
-        levels, _ = struct.unpack_from("<II", tensor_bytes(core, table_entries(core)[0]))
-        freq = np.frombuffer(tensor_bytes(core, table_entries(core)[0]), dtype="<u2",
-                             count=2 * levels + 1, offset=8)
+        levels, freq, _ = rans_table(tensor_bytes(core, table_entries(core)[0]))
+        freq = np.array(freq, dtype=np.int64)
         got = []
         for shard in shards:
             count = u32(shard, 28)

@@ -619,18 +619,22 @@ void Model::FreeDeleter::operator()(float* p) const { std::free(p); }
 Status Model::AdoptShardedWordEmbeddings(const TensorInfo& info, const uint8_t* src,
                                          uint32_t rows_per_shard, float* values) {
   // The entry is the tensor's rans header alone: levels, lanes of the whole tensor, and the
-  // frequency table. Check it by decoding nothing: a header for zero values must be complete.
+  // frequency table (plain or coded). Check it by decoding nothing: a header for zero values
+  // must be complete.
   const uint64_t numel = info.spec.numel();
-  const uint32_t levels = info.byte_count >= 8 ? ReadU32(src) : 0;
-  const uint64_t table_bytes = 8 + (2 * (2 * uint64_t{levels} + 1) + 3) / 4 * 4;
-  const uint32_t lanes = ReadU32(src + 4);
-  if (levels < 1 || levels > rans::kMaxLevels || info.byte_count != table_bytes ||
-      lanes != (numel + rans::kLaneLength - 1) / rans::kLaneLength) {
+  rans::Header header;
+  const Status read = rans::ReadHeader(src, info.byte_count, &header);
+  if (!read.ok() || info.byte_count != header.bytes ||
+      header.lanes != (numel + rans::kLaneLength - 1) / rans::kLaneLength) {
     return Status::Error("tensor '" + info.spec.name + "': the rans header of a core file is " +
-                         Num(info.byte_count) + " bytes with levels " + Num(levels) + " and " +
-                         Num(lanes) + " lanes; expected levels 1.." + Num(rans::kMaxLevels) +
+                         Num(info.byte_count) + " bytes" +
+                         (read.ok() ? " with levels " + Num(header.levels) + " and " + Num(header.lanes) +
+                                          " lanes, its table ending at byte " + Num(header.bytes)
+                                    : " (" + read.message() + ")") +
+                         "; expected levels 1.." + Num(rans::kMaxLevels) +
                          ", their frequency table and the whole tensor's lanes" + kReconvert);
   }
+  const uint64_t table_bytes = header.bytes;
   word_rans_header_.assign(src, src + table_bytes);
   std::vector<uint8_t> empty(word_rans_header_);
   PutLanes(&empty, 0);

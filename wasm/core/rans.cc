@@ -19,27 +19,98 @@ std::string Num(uint64_t v) { return std::to_string(v); }
 
 }  // namespace
 
-Status DecodeTensor(const uint8_t* data, uint64_t bytes, uint64_t numel, uint32_t group_size,
-                    float* out) {
+Status ReadHeader(const uint8_t* data, uint64_t bytes, Header* out) {
   if (bytes < 8) {
     return Status::Error("rans data is " + Num(bytes) + " bytes, shorter than its 8-byte header");
   }
-  const uint32_t levels = ReadU32(data);
-  const uint32_t lanes = ReadU32(data + 4);
+  const uint32_t word = ReadU32(data);
+  const bool coded = (word & kCodedTableFlag) != 0;
+  const uint32_t levels = word & ~kCodedTableFlag;
   if (levels < 1 || levels > kMaxLevels) {
     return Status::Error("rans levels is " + Num(levels) + ", expected 1.." + Num(kMaxLevels));
   }
+  out->levels = levels;
+  out->lanes = ReadU32(data + 4);
+  const uint32_t alphabet = 2 * levels + 1;
+  out->freq.assign(alphabet, 0);
+  uint32_t total = 0;
+  if (!coded) {
+    const uint64_t table_bytes = (2 * uint64_t{alphabet} + 3) / 4 * 4;
+    if (8 + table_bytes > bytes) {
+      return Status::Error("rans data is " + Num(bytes) + " bytes, too short for its frequency "
+                           "table of " + Num(alphabet) + " symbols");
+    }
+    for (uint32_t s = 0; s < alphabet; ++s) {
+      out->freq[s] = uint32_t{data[8 + 2 * s]} | uint32_t{data[9 + 2 * s]} << 8;
+      total += out->freq[s];
+      if (total > (1u << kProbBits)) break;
+    }
+    out->bytes = 8 + table_bytes;
+  } else {
+    // Rice parameter k, the code's length (a multiple of 4), then per symbol its frequency's
+    // high part in unary (ones ended by a zero) and its k low bits, least significant bit first.
+    if (bytes < 16) {
+      return Status::Error("rans data is " + Num(bytes) + " bytes, too short for a coded "
+                           "frequency table's 16-byte header");
+    }
+    const uint32_t k = ReadU32(data + 8);
+    const uint32_t code_bytes = ReadU32(data + 12);
+    if (k > kMaxRiceParameter || code_bytes % 4 != 0 || 16 + uint64_t{code_bytes} > bytes) {
+      return Status::Error("rans coded frequency table: parameter " + Num(k) + " and " +
+                           Num(code_bytes) + " bytes of code do not fit (parameter at most " +
+                           Num(kMaxRiceParameter) + ", length a multiple of 4 within the " +
+                           Num(bytes) + " bytes of the tensor)");
+    }
+    const uint8_t* code = data + 16;
+    const uint64_t code_bits = uint64_t{code_bytes} * 8;
+    uint64_t at = 0;
+    auto bit = [&]() { const uint32_t b = code[at >> 3] >> (at & 7) & 1u; ++at; return b; };
+    const uint32_t most_high = (1u << kProbBits) >> k;  // no frequency exceeds 2^15
+    for (uint32_t s = 0; s < alphabet; ++s) {
+      uint32_t high = 0;
+      for (;;) {
+        if (at >= code_bits) return Status::Error("rans coded frequency table ends at symbol " + Num(s));
+        if (!bit()) break;
+        if (++high > most_high) {
+          return Status::Error("rans coded frequency table: symbol " + Num(s) + " exceeds 2^15");
+        }
+      }
+      if (at + k > code_bits) return Status::Error("rans coded frequency table ends at symbol " + Num(s));
+      uint32_t low = 0;
+      for (uint32_t b = 0; b < k; ++b) low |= bit() << b;
+      out->freq[s] = high << k | low;
+      total += out->freq[s];
+      if (total > (1u << kProbBits)) break;
+    }
+    if (total <= (1u << kProbBits)) {
+      while (at < code_bits) {
+        if (bit()) return Status::Error("rans coded frequency table: its padding is not zero");
+      }
+    }
+    out->bytes = 16 + uint64_t{code_bytes};
+  }
+  if (total != (1u << kProbBits)) {
+    return Status::Error("rans frequencies do not sum to " + Num(1u << kProbBits));
+  }
+  return Status::Ok();
+}
+
+Status DecodeTensor(const uint8_t* data, uint64_t bytes, uint64_t numel, uint32_t group_size,
+                    float* out) {
+  Header header;
+  if (Status status = ReadHeader(data, bytes, &header); !status.ok()) return status;
+  const uint32_t levels = header.levels;
+  const uint32_t lanes = header.lanes;
   const uint64_t want_lanes = (numel + kLaneLength - 1) / kLaneLength;
   if (lanes != want_lanes) {
     return Status::Error("rans lane count is " + Num(lanes) + ", expected " + Num(want_lanes) +
                          " for " + Num(numel) + " values in lanes of " + Num(kLaneLength));
   }
   const uint32_t alphabet = 2 * levels + 1;
-  const uint64_t table_bytes = (2 * uint64_t{alphabet} + 3) / 4 * 4;
   const uint64_t groups = numel / group_size;
   // Offsets of the parts after the header; all sums stay far below 2^64 because numel and
   // lanes come from a validated config.
-  const uint64_t scales_at = 8 + table_bytes;
+  const uint64_t scales_at = header.bytes;
   const uint64_t states_at = scales_at + 4 * groups;
   const uint64_t lengths_at = states_at + 4 * uint64_t{lanes};
   const uint64_t streams_at = lengths_at + 4 * uint64_t{lanes};
@@ -55,17 +126,12 @@ Status DecodeTensor(const uint8_t* data, uint64_t bytes, uint64_t numel, uint32_
                          Num(streams_at) + ", but the tensor has " + Num(bytes) + " bytes");
   }
 
-  // The frequency table: the cumulative start of each symbol and, per slot, its symbol.
-  std::vector<uint32_t> freq(alphabet), start(alphabet);
-  uint32_t total = 0;
-  for (uint32_t s = 0; s < alphabet; ++s) {
-    freq[s] = uint32_t{data[8 + 2 * s]} | uint32_t{data[9 + 2 * s]} << 8;
+  // The cumulative start of each symbol and, per slot, its symbol.
+  const std::vector<uint32_t>& freq = header.freq;
+  std::vector<uint32_t> start(alphabet);
+  for (uint32_t s = 0, total = 0; s < alphabet; ++s) {
     start[s] = total;
     total += freq[s];
-    if (total > (1u << kProbBits)) break;
-  }
-  if (total != (1u << kProbBits)) {
-    return Status::Error("rans frequencies do not sum to " + Num(1u << kProbBits));
   }
   std::vector<uint16_t> slot_symbol(1u << kProbBits);
   for (uint32_t s = 0; s < alphabet; ++s) {
