@@ -43,6 +43,7 @@ const page = {
   progress: null,
   error: null,
   liveResult: null,     // the last live result the engine gave
+  restarting: null,     // after a trap, until the new engine is ready: what the figures say
   sources: {},          // the model's address for embed snippets, when it is not the default
 };
 
@@ -87,10 +88,15 @@ async function loadExample(choice) {
 // Whether any figure on the page draws hidden states, queries and keys (the mechanism figure).
 const vectors = figures.some((figure) => figure.constructor.needsVectors);
 
+// While a trapped engine is replaced, the figures keep the reader's last live result and say why
+// nothing newer is drawn (figureView shows `previous` with the refusal's message).
+const restartingEngine = { analyze: () => Promise.reject(new Error(page.restarting)) };
+
 function viewFor(state) {
-  const live = Boolean(state.live && page.engine);
+  const restarting = Boolean(state.live && !page.engine && page.restarting && page.liveResult);
+  const live = Boolean(state.live && page.engine) || restarting;
   return figureView({
-    engine: live ? page.engine : null, example: page.example, previous: page.liveResult, vectors, channel: 'article',
+    engine: live ? page.engine ?? restartingEngine : null, example: page.example, previous: page.liveResult, vectors, channel: 'article',
     sentence: live ? state.sentence : page.example?.text ?? state.sentence,
     // A selection made for another sentence (a permalink still waiting for the model) does not
     // apply to the example.
@@ -131,7 +137,9 @@ async function draw() {
   if (!view || !latest.current(token)) return;
   if (page.engine?.failed) {
     // The engine trapped and its worker was ended: the page loads a new one (from the cache)
-    // and draws the reader's state again when it is ready.
+    // and draws the reader's state again when it is ready; meanwhile the figures keep the last
+    // live result and say what happened.
+    page.restarting = 'The engine stopped after a failure and is starting again from the cached files; until it is ready the figures show your last sentence.';
     page.engine = null;
     startEngine();
     return;
@@ -319,12 +327,14 @@ function startEngine() {
   if (choice.modelUrl) page.sources = { 'model-src': choice.modelUrl };
   getEngine(choice).then((engine) => {
     page.engine = engine;
+    page.restarting = null;
     page.model = describeModel(engine.info);
     performance.mark('attention:engine-ready');
     render();
     if (permalink && !store.get().live) openPermalink();
   }, (error) => {
     page.error = { message: error.message, kind: error.kind };
+    page.restarting = null;
     render();
   });
 }

@@ -50,6 +50,23 @@ function mount() {
     figure.setAttribute(ATTRIBUTES.theme, value);
     document.documentElement.style.colorScheme = value === 'auto' ? '' : value;
   });
+  reportHeight();
+}
+
+// The frame tells its parent how tall its content is whenever that changes, so that the host can
+// size the iframe to it (README, "Embedding"): { type: 'attention-height', height } with height
+// in CSS pixels, an integer. It sends nothing else, and nothing about the reader.
+function reportHeight() {
+  if (window.parent === window) return;
+  let last = -1;
+  const send = () => {
+    const height = Math.ceil(document.documentElement.getBoundingClientRect().height);
+    if (height === last) return;
+    last = height;
+    window.parent.postMessage({ type: 'attention-height', height }, '*');
+  };
+  new ResizeObserver(send).observe(document.documentElement);
+  send();
 }
 
 mount();

@@ -41,7 +41,7 @@ before(async () => {
   }
   mkdirSync(artifacts, { recursive: true });
   hostRoot = mkdtempSync(join(tmpdir(), 'attention-host-'));
-  copyFileSync(join(web, 'embed-demo.html'), join(hostRoot, 'embed-demo.html'));
+  for (const file of ['embed-demo.html', 'embed-demo.js']) copyFileSync(join(web, file), join(hostRoot, file));
   site = await serve(web);
   host = await serve(hostRoot, { cors: false });
   // Two origins: 127.0.0.1 and localhost differ by host as well as by port.

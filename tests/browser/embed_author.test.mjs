@@ -133,7 +133,7 @@ describe('embedding as an author', () => {
     await context.close();
 
     // The repository's cross-origin demo against the published folder alone, with its dark toggle.
-    copyFileSync(join(web, 'embed-demo.html'), join(hostDir, 'embed-demo.html'));
+    for (const file of ['embed-demo.html', 'embed-demo.js']) copyFileSync(join(web, file), join(hostDir, file));
     const demo = await openPage(`${hostUrl}embed-demo.html?from=${encodeURIComponent(siteUrl)}`);
     for (const id of ['#row', '#heads', '#compare']) await live(demo.page, id);
     await demo.page.locator('#lab').waitFor();
@@ -315,6 +315,46 @@ describe('embedding as an author', () => {
     const svgText = await page.locator('#heads').evaluate((el) => el.toSVG());
     assert.ok(svgText.includes(`\u00b7 ${labels[0].replace(/&/g, '&amp;')}`) || svgText.includes(SHORT[labels[0]]), 'the SVG has no head label');
     await page.screenshot({ path: join(artifacts, 'embed-author-labels.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('the iframe reports its height, the README\u2019s snippet sizes the frame to it, and other messages are ignored', async () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const snippet = readme.match(/<script>\n(\s+addEventListener\('message'[\s\S]*?)<\/script>/)?.[1];
+    assert.ok(snippet, 'the README has no height snippet');
+    const origin = new URL(siteUrl).origin;
+    const url = hostPage('height.html', `
+      <iframe id="frame" src="${siteUrl}embed.html?widget=row&sentence=The+cat+sat.&word=cat&layer=2&head=3" width="100%" height="100" style="border:0"></iframe>`,
+    `globalThis.__heights = [];
+addEventListener('message', (event) => { if (event.data?.type === 'attention-height') globalThis.__heights.push(event.data.height); else (globalThis.__other ??= []).push(event.data); });
+${snippet.replaceAll('https://YOUR-SITE', origin)}`);
+    const { page, context, errors } = await openPage(url);
+    const frame = page.frameLocator('#frame');
+    await frame.locator('attention-row .status[data-mode="live"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
+    // The frame's last report is its content's height, and the snippet made the iframe that tall.
+    await page.waitForFunction(() => {
+      const h = globalThis.__heights.at(-1);
+      return h > 200 && Math.abs(document.getElementById('frame').getBoundingClientRect().height - h) <= 1;
+    }, null, { timeout: LOAD_TIMEOUT_MS });
+    const content = await page.frame({ url: /embed\.html/ }).evaluate(() => Math.ceil(document.documentElement.getBoundingClientRect().height));
+    const reported = await page.evaluate(() => globalThis.__heights.at(-1));
+    assert.ok(Math.abs(content - reported) <= 1, `the frame reported ${reported} px for ${content} px of content`);
+    assert.equal(await page.evaluate(() => globalThis.__other ?? []).then((x) => x.length), 0, 'the frame posted something other than its height');
+    // A hostile parent: markup, wrong types, huge payloads and a theme that is not one of three.
+    const before = await frame.locator('attention-row').getAttribute('theme');
+    await page.evaluate(() => {
+      const target = document.getElementById('frame').contentWindow;
+      for (const message of ['<img src=x onerror=alert(1)>', null, 42, { type: 'attention-theme', theme: '<b>dark</b>' },
+        { type: 'attention-theme', theme: { toString: () => 'dark' } }, { type: 'attention-height', height: 1 },
+        { type: 'attention-theme' }, { type: 'constructor' }, { __proto__: { type: 'attention-theme', theme: 'dark' } },
+        new Array(100000).fill('x')]) {
+        try { target.postMessage(message, '*'); } catch { /* uncloneable: the browser refuses it */ }
+      }
+    });
+    await page.waitForTimeout(500);
+    assert.equal(await frame.locator('attention-row').getAttribute('theme'), before, 'a hostile message changed the theme');
+    assert.equal(await frame.locator('img').count(), 0);
     assert.deepEqual(errors, []);
     await context.close();
   });

@@ -21,9 +21,10 @@ export function launchChromium(extraArgs = []) {
 }
 
 // Serves folder on 127.0.0.1 at a free port, as scripts/serve.sh does (no caching; CORS on
-// unless cors is false). The server's port is server.server.address().port.
-export async function serve(folder, { cors = true } = {}) {
-  const server = httpServer.createServer({ root: folder, cache: -1, cors, showDir: false, logFn: () => {} });
+// unless cors is false; extra response headers, such as a Content-Security-Policy, in headers).
+// The server's port is server.server.address().port.
+export async function serve(folder, { cors = true, headers = {} } = {}) {
+  const server = httpServer.createServer({ root: folder, cache: -1, cors, headers: { ...headers }, showDir: false, logFn: () => {} });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   return server;
 }

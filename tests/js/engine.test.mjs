@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import { createEngine, EngineClient, EngineError, getEngine, isSuperseded, MAX_TEXT_CHARS, resetSharedEngine } from '../../web/engine/engine.js';
+import { createEngine, EngineClient, EngineError, getEngine, isSuperseded, MAX_TEXT_CHARS, resetSharedEngine, wellFormed } from '../../web/engine/engine.js';
 import { attentionRow, rowStat } from '../../web/engine/result.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -167,10 +167,24 @@ describe('errors reach JS as EngineError with a message for a reader', () => {
     assert.equal(long.full_length, 202);
   });
 
-  test('bad bytes in the text are not a crash', async () => {
+  test('bad bytes in the text are not a crash; lone surrogates reach the tokenizer as U+FFFD', async () => {
     const engine = await createEngine({ manifestUrl: writeManifest(modelPath) });
     const result = engine.analyze('a\u0000b\uFFFD\uD800c');
     assert.ok(result.n >= 2);
+    // Lone high and low surrogates, a valid pair, and a pair broken by order: tokenised exactly
+    // as the same text with U+FFFD in place of each lone one (which the cleaning step drops),
+    // with offsets into the caller's string.
+    const ill = 'one\uD800two \uDFFFthree \uD83D\uDE00 \uDE00\uD83D four\uD800';
+    const replaced = 'one\uFFFDtwo \uFFFDthree \uD83D\uDE00 \uFFFD\uFFFD four\uFFFD';
+    assert.equal(wellFormed(ill), replaced);
+    const a = engine.tokenize(ill);
+    const b = engine.tokenize(replaced);
+    assert.deepEqual(a.tokens, b.tokens);
+    assert.ok(a.tokens.some((t) => t.text === 'onetwo' || t.text === 'one'), JSON.stringify(a.tokens.map((t) => t.text)));
+    for (const t of a.tokens.slice(1, -1)) assert.ok(t.start >= 0 && t.end <= ill.length && t.start <= t.end, JSON.stringify(t));
+    const analysed = engine.analyze(ill);
+    assert.equal(analysed.text, ill);
+    assert.deepEqual(analysed.tokens, engine.analyze(replaced).tokens);
   });
 });
 

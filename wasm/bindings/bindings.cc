@@ -204,6 +204,11 @@ class Engine {
     return info;
   }
 
+  // Executes wasm's `unreachable`, a real trap of this instance, as an out-of-bounds access or an
+  // abort would be: the browser test of the page's recovery (tests/browser/recovery.test.mjs)
+  // forces one with it. Nothing else calls it; the core itself never traps on purpose.
+  void Trap() const { __builtin_trap(); }
+
  private:
   static val TokensToJs(const attn::Encoding& encoding) {
     val list = val::array();
@@ -269,5 +274,6 @@ EMSCRIPTEN_BINDINGS(attention_engine) {
       .function("vocabulary", &Engine::Vocabulary)
       .function("topPredictions", &Engine::TopPredictions)
       .function("predictMasked", &Engine::PredictMasked)
-      .function("memoryInfo", &Engine::MemoryInfo);
+      .function("memoryInfo", &Engine::MemoryInfo)
+      .function("trap", &Engine::Trap);
 }

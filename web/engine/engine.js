@@ -291,6 +291,14 @@ function checkText(text, info) {
   }
 }
 
+// Text as the core receives it: a lone surrogate (a JS string may hold one; UTF-8 cannot) becomes
+// U+FFFD, one code unit for one, so the tokens' offsets still index the caller's string. The
+// tokenizer then drops U+FFFD as BERT's cleaning step does.
+export function wellFormed(text) {
+  if (typeof text.toWellFormed === 'function') return text.toWellFormed();
+  return text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+}
+
 // The wasm module's own names for its enums must be the ones ./result.js reads results with; a
 // stale engine file next to a newer page is refused here, not misread later.
 function checkSchema(module) {
@@ -349,7 +357,7 @@ export class AttentionEngine {
     let raw;
     if (this._failure) throw this._failure;
     try {
-      raw = this._native.analyze(text, 0, outputs);
+      raw = this._native.analyze(wellFormed(text), 0, outputs);
     } catch (error) {
       // The instance cannot be trusted after a trap: every later call gets the same error, and
       // the shared-engine cache forgets this engine so that a retry starts a fresh instance.
@@ -441,6 +449,22 @@ export class AttentionEngine {
     return list;
   }
 
+  // Frees the instance's engine; every later call fails with a closed engine's error. The wasm
+  // memory goes with the instance once nothing refers to the module.
+  close() {
+    if (this._closed) return;
+    this._closed = true;
+    this._failure = new EngineError('engine', 'This engine was closed.');
+    this._memo = new Memo(0);
+    try {
+      this._native.delete();
+    } catch {
+      // An instance that trapped may refuse even this; it is dropped all the same.
+    }
+    this._native = null;
+    this._module = null;
+  }
+
   // The core's memory ({allocated_bytes, heap_bytes}) and the memo's (memo_bytes, memo_entries).
   memoryInfo() {
     return { ...this._native.memoryInfo(), memo_bytes: this._memo.bytes, memo_entries: this._memo.size };
@@ -476,7 +500,7 @@ export class AttentionEngine {
       throw new EngineError('engine', `This engine file has no ${name}(); rebuild it with scripts/build.sh wasm.`);
     }
     try {
-      return this._native[name](...args);
+      return this._native[name](...args.map((arg) => (typeof arg === 'string' ? wellFormed(arg) : arg)));
     } catch (error) {
       this._current = null;
       this._failure = describeWasmFailure(error);
@@ -504,8 +528,25 @@ export async function runEngineOperation(engine, op, args) {
     case 'tokenize': return engine.tokenize(args.text, args.maxLength);
     case 'tokenizeMany': return engine.tokenizeMany(args.texts, args.maxLength);
     case 'vocabulary': return engine.vocabulary();
+    // A real trap of the instance, for the recovery test (bindings.cc, Engine::Trap).
+    case 'trap': return engine._nativeCall('trap');
     default: throw new EngineError('engine', `Unknown engine operation ${op}.`);
   }
+}
+
+// What a host (LocalHost here, or the worker) does with a request for its engine `id`: `close`
+// forgets the engine and frees its instance; `memory` adds how many engines the host holds;
+// everything else is the engine's own operation.
+export async function hostOperation(engines, id, op, args) {
+  const engine = engines.get(id);
+  if (!engine) throw new EngineError('engine', 'This engine is gone. Reload the page to start it again.');
+  if (op === 'close') {
+    engines.delete(id);
+    engine.close();
+    return true;
+  }
+  const result = await runEngineOperation(engine, op, args);
+  return op === 'memory' ? { ...result, host_engines: engines.size } : result;
 }
 
 // The engine's two files, as scripts/site/build_site.mjs names them next to each other.
@@ -665,11 +706,10 @@ class LocalHost {
 
   async call(id, op, args) {
     const engine = this.engines.get(id);
-    if (!engine) throw new EngineError('engine', 'This engine is gone. Reload the page to start it again.');
     try {
-      return await runEngineOperation(engine, op, args);
+      return await hostOperation(this.engines, id, op, args);
     } catch (error) {
-      if (engine.failed) error.trapped = true;
+      if (engine?.failed && !engine._closed) error.trapped = true;
       throw error;
     }
   }
@@ -677,20 +717,24 @@ class LocalHost {
   close() {}
 }
 
-// The page's worker (./worker.js): loads and runs every engine of the page. It is created from
-// a same-origin Blob that imports the worker module by its absolute URL, since a page cannot
-// start a worker from another origin's URL and the widgets may be embedded in another site.
-// A trap in any engine terminates the worker: every engine it held is forgotten, and the next
-// request starts a new worker.
+// The page's worker (./worker.js): loads and runs every engine of the page. On the widgets' own
+// origin it is started from its URL; embedded in another site it is started from a Blob of the
+// host's origin that imports the worker module by its absolute URL, since a page cannot start a
+// worker from another origin's URL (under a Content-Security-Policy such a host allows blob:
+// in worker-src; README, "Embedding"). A trap in any engine terminates the worker: every
+// engine it held is forgotten, and the next request starts a new worker.
 class WorkerHost {
   static start(url) {
     return new Promise((resolve, reject) => {
-      const source = URL.createObjectURL(new Blob([`import ${JSON.stringify(url)};\n`], { type: 'text/javascript' }));
+      const sameOrigin = typeof location !== 'undefined' && new URL(url).origin === location.origin;
+      const source = sameOrigin ? url
+        : URL.createObjectURL(new Blob([`import ${JSON.stringify(url)};\n`], { type: 'text/javascript' }));
+      const release = () => { if (!sameOrigin) URL.revokeObjectURL(source); };
       let worker;
       try {
         worker = new Worker(source, { type: 'module', name: 'attention-engine' });
       } catch (error) {
-        URL.revokeObjectURL(source);
+        release();
         reject(error);
         return;
       }
@@ -698,14 +742,14 @@ class WorkerHost {
         if (event.data?.op !== 'ready') return;
         worker.removeEventListener('message', started);
         worker.removeEventListener('error', failed);
-        URL.revokeObjectURL(source);
+        release();
         resolve(new WorkerHost(worker));
       };
       const failed = (event) => {
         event.preventDefault?.();
         worker.removeEventListener('message', started);
         worker.terminate();
-        URL.revokeObjectURL(source);
+        release();
         reject(new Error(event.message || `the engine's worker (${url}) did not start`));
       };
       worker.addEventListener('message', started);
@@ -839,9 +883,23 @@ export class EngineClient {
     host.clients.add(this);
   }
 
-  // True once the engine trapped (its worker was ended): a new getEngine() call loads afresh.
+  // True once the engine trapped (its worker was ended) or was closed: a new getEngine() or
+  // getSideEngine() call loads afresh.
   get failed() {
     return Boolean(this._failure);
+  }
+
+  // Frees the engine in its host (the worker keeps nothing of it) and makes the shared-engine
+  // caches forget it. Calls after this fail; pending ones are rejected.
+  async close() {
+    if (this._failure) return;
+    this._fail(new EngineError('engine', 'This engine was closed.'));
+    this._memo = new Memo(0);
+    try {
+      await this._host.call(this._id, 'close', {});
+    } catch {
+      // A host that is gone holds nothing of it either.
+    }
   }
 
   // The memoised result for text, if there is one (no request is made).

@@ -11,12 +11,14 @@
 //                   {id, op: 'memory', engine}
 //                   {id, op: 'tokenize', engine, text, maxLength}, {id, op: 'tokenizeMany',
 //                   engine, texts, maxLength}, {id, op: 'vocabulary', engine}
+//                   {id, op: 'close', engine}: frees that engine (the precision figure's side
+//                   engines, when a page is done with them)
 //   worker -> page: {op: 'ready'} once, then per request {id, progress} while loading,
 //                   and {id, ok} or {id, error: {kind, message}, trapped}
 // A result's typed arrays are transferred, not copied. The worker keeps no results (the page
 // memoises them); `trapped` says the engine's instance trapped, and the page then ends this
 // worker and starts another for its next request.
-import { createEngine, EngineError, runEngineOperation } from './engine.js';
+import { createEngine, EngineError, hostOperation } from './engine.js';
 
 const engines = new Map();  // engine id -> AttentionEngine
 let nextId = 0;
@@ -41,18 +43,18 @@ async function handle(data) {
       postMessage({ id, ok: { id: key, info: loaded.info, timings: loaded.timings } });
       return;
     }
-    if (!engine) throw new EngineError('engine', 'This engine is gone. Reload the page to start it again.');
     if (op === 'analyze') {
+      if (!engine) throw new EngineError('engine', 'This engine is gone. Reload the page to start it again.');
       // A fresh copy every time (no memo here), so its buffers can move to the page.
       await engine.ensureRows(data.text);
       const result = { ...engine.analyze(data.text, { vectors: data.vectors }) };
       postMessage({ id, ok: result }, transferList(result));
     } else {
-      const result = await runEngineOperation(engine, op, data);
+      const result = await hostOperation(engines, data.engine, op, data);
       postMessage({ id, ok: result }, result && typeof result === 'object' && !Array.isArray(result) ? transferList(result) : []);
     }
   } catch (error) {
-    postMessage({ id, error: describe(error), trapped: Boolean(engine?.failed) });
+    postMessage({ id, error: describe(error), trapped: Boolean(engine?.failed && !engine._closed) });
   }
 }
 

@@ -1,0 +1,127 @@
+// The site under a strict Content-Security-Policy, in Debian's Chromium: with the policy below
+// (no 'unsafe-eval', no inline script, nothing from another origin) the article goes live with
+// its engine in a worker and answers a typed sentence, each series post and the iframe form
+// draw, and the embed demo on a second origin runs with the lines the README tells such a host
+// to add. Any policy violation (reported to the page or to its console) or page error fails.
+// Needs the assembled site: node scripts/site/build_site.mjs
+import assert from 'node:assert/strict';
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { launchChromium, serve } from './harness.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const web = join(root, 'web');
+const LOAD_TIMEOUT_MS = 90000;
+
+// The policy of the issue that asked for this, as the README's "Embedding" section gives it.
+export const STRICT_CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; "
+  + "img-src 'self' data: blob:; object-src 'none'; base-uri 'none'";
+// What a host on another origin adds for the widgets' origin W (README, "Embedding"): W's scripts
+// and files, and a worker-src with blob: and W, since the worker starts from a Blob of the host's
+// origin and its module imports are checked against worker-src (Chromium reports such a refusal
+// to nobody: the worker just fails to start, hence the test that the engine runs in one).
+const hostCsp = (widgets) => `default-src 'self'; script-src 'self' ${widgets} 'wasm-unsafe-eval'; `
+  + `connect-src 'self' ${widgets}; worker-src 'self' blob: ${widgets}; style-src 'self' 'unsafe-inline'; `
+  + "img-src 'self' data: blob:; object-src 'none'; base-uri 'none'";
+
+let site;
+let siteUrl;
+let host;
+let hostRoot;
+let hostUrl;
+let browser;
+
+before(async () => {
+  assert.ok(existsSync(join(web, 'models', 'manifest.json')), 'web/models/manifest.json is missing: run node scripts/site/build_site.mjs first.');
+  site = await serve(web, { headers: { 'Content-Security-Policy': STRICT_CSP } });
+  siteUrl = `http://127.0.0.1:${site.server.address().port}/`;
+  hostRoot = mkdtempSync(join(tmpdir(), 'attention-csp-host-'));
+  for (const file of ['embed-demo.html', 'embed-demo.js']) copyFileSync(join(web, file), join(hostRoot, file));
+  host = await serve(hostRoot, { cors: false, headers: { 'Content-Security-Policy': hostCsp(new URL(siteUrl).origin) } });
+  hostUrl = `http://localhost:${host.server.address().port}/`;
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  site?.close();
+  host?.close();
+  if (hostRoot) rmSync(hostRoot, { recursive: true, force: true });
+});
+
+// A page with every violation and error it meets recorded: the page's securitypolicyviolation
+// events, console lines that report a refusal (a worker's violations reach the console only),
+// page errors.
+async function openStrict(url, { width = 1280, height = 900 } = {}) {
+  const context = await browser.newContext({ viewport: { width, height } });
+  const page = await context.newPage();
+  const problems = [];
+  await page.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (event) => {
+      (globalThis.__violations ??= []).push(`${event.violatedDirective} blocked ${event.blockedURI || 'inline'} (${event.sourceFile}:${event.lineNumber})`);
+    });
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (/Content.Security.Policy|Refused to/i.test(message.text())) problems.push(`console: ${message.text()}`);
+  });
+  page.on('worker', (worker) => worker.on?.('console', (message) => {
+    if (/Content.Security.Policy|Refused to/i.test(message.text())) problems.push(`worker console: ${message.text()}`);
+  }));
+  const response = await page.goto(url);
+  assert.equal(response.headers()['content-security-policy'] !== undefined, true, `${url} was served without the policy`);
+  const check = async () => {
+    const violations = await page.evaluate(() => globalThis.__violations ?? []);
+    assert.deepEqual([...problems, ...violations], [], `${url}: policy violations or errors`);
+  };
+  return { page, context, check };
+}
+
+const ready = (page, selector) => page.locator(`${selector}[data-ready="true"]`).waitFor({ state: 'attached', timeout: LOAD_TIMEOUT_MS });
+
+describe('a strict Content-Security-Policy', { timeout: 400000 }, () => {
+  test('the article goes live with its worker and answers a typed sentence', async () => {
+    const { page, context, check } = await openStrict(siteUrl);
+    await page.locator('#open').waitFor({ state: 'visible', timeout: LOAD_TIMEOUT_MS });
+    await page.click('#open');
+    await page.locator('#instrument .status[data-mode="live"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
+    const thread = await page.evaluate(async () => (await (await import('/engine/engine.js')).getEngine()).thread);
+    assert.equal(thread, 'worker', 'under the policy the engine fell back to the main thread');
+    const sentence = 'A strict policy still lets the figures speak.';
+    await page.locator('#instrument input#sentence').fill(sentence);
+    await page.locator('#instrument input#sentence').press('Enter');
+    await page.waitForFunction((text) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, sentence, { timeout: LOAD_TIMEOUT_MS });
+    await check();
+    await context.close();
+  });
+
+  for (const [path, selectors] of [['heads.html', ['#set-table', '#yours']], ['confident.html', ['#winners', '#yours']],
+    ['vocabulary.html', ['#groups']], ['contribution.html', ['attention-prediction', 'attention-contribution', '#yours']]]) {
+    test(`${path} draws`, async () => {
+      const { page, context, check } = await openStrict(siteUrl + path);
+      for (const selector of selectors) await ready(page, selector);
+      await check();
+      await context.close();
+    });
+  }
+
+  test('the iframe form draws its figure', async () => {
+    const { page, context, check } = await openStrict(`${siteUrl}embed.html?widget=row&sentence=The+cat+sat.&word=cat&layer=2&head=3`);
+    await page.locator('attention-row .status[data-mode="live"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
+    await check();
+    await context.close();
+  });
+
+  test('the embed demo on a second origin, with the README\u2019s lines for the widgets\u2019 origin', async () => {
+    const { page, context, check } = await openStrict(`${hostUrl}embed-demo.html?from=${encodeURIComponent(siteUrl)}`);
+    for (const id of ['#row', '#heads', '#compare']) await page.locator(`${id} .status[data-mode="live"]`).waitFor({ timeout: LOAD_TIMEOUT_MS });
+    const thread = await page.evaluate(async (bundle) => (await (await import(bundle)).getEngine()).thread, `${siteUrl}dist/attention-widgets.js`);
+    assert.equal(thread, 'worker');
+    await check();
+    await context.close();
+  });
+});

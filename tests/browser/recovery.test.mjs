@@ -1,0 +1,137 @@
+// An engine that recovers, in Debian's Chromium: a real trap of the wasm instance (Engine.trap
+// executes `unreachable`, bindings.cc) fails the request that met it as an engine error, ends the
+// worker, and the article's next request starts a fresh engine from the Cache API (no new
+// download of the wasm or the model); meanwhile no figure goes blank or falls back to the
+// precomputed example, and afterwards the figures answer the reader's sentence. A trap while
+// the reader waits for a sentence shows the reason in the figures beside the last sentence. Needs the assembled site:
+//   node scripts/site/build_site.mjs
+import assert from 'node:assert/strict';
+import { dirname, join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { ROW_SUM_TOLERANCE, startSite } from './harness.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const web = join(root, 'web');
+const LOAD_TIMEOUT_MS = 90000;
+
+let site;
+
+before(async () => {
+  site = await startSite(web);
+});
+
+after(() => site?.close());
+
+async function openLive(page) {
+  await page.locator('#open').waitFor({ state: 'visible', timeout: LOAD_TIMEOUT_MS });
+  await page.click('#open');
+  await page.locator('#instrument .status[data-mode="live"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
+}
+
+async function typeSentence(page, sentence) {
+  await page.locator('#instrument input#sentence').fill(sentence);
+  await page.locator('#instrument input#sentence').press('Enter');
+}
+
+describe('recovery from a trap of the engine', { timeout: 300000 }, () => {
+  test('a real trap ends the worker; the next sentence runs on a fresh engine from the cache, and no figure goes blank', async () => {
+    const { page, context, errors } = await site.open('');
+    const network = [];
+    context.on('request', (request) => network.push(request.url()));
+    await openLive(page);
+    const first = 'The first sentence stays on screen.';
+    await typeSentence(page, first);
+    await page.waitForFunction((text) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, first, { timeout: LOAD_TIMEOUT_MS });
+    // Every sentence Figure 1 shows from now on, as it changes.
+    await page.evaluate(() => {
+      globalThis.__shown = [];
+      const root = document.getElementById('instrument').shadowRoot;
+      new MutationObserver(() => globalThis.__shown.push(root.querySelector('table.bars')?.dataset.sentence ?? null))
+        .observe(root, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-sentence'] });
+    });
+    const before = network.length;
+    const trapped = await page.evaluate(async () => {
+      const engine = await (await import('/engine/engine.js')).getEngine();
+      try {
+        await engine._call('trap', {});
+        return { threw: false };
+      } catch (error) {
+        return { threw: true, kind: error.kind, message: error.message, failed: engine.failed };
+      }
+    });
+    assert.equal(trapped.threw, true, 'the trap did not fail its request');
+    assert.equal(trapped.kind, 'engine');
+    assert.match(trapped.message, /unreachable|RuntimeError/i, `the message does not name the trap: ${trapped.message}`);
+    assert.equal(trapped.failed, true, 'the trapped engine still claims to work');
+
+    const second = 'A fresh engine answers the next sentence.';
+    await typeSentence(page, second);
+    await page.waitForFunction((text) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, second, { timeout: LOAD_TIMEOUT_MS });
+    await page.locator('#instrument .status[data-mode="live"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
+    const shown = await page.evaluate(() => globalThis.__shown);
+    // In between, Figure 1 showed only the reader's sentences: never nothing, never the example.
+    const strangers = shown.filter((text) => text !== first && text !== second);
+    assert.deepEqual(strangers, [], `Figure 1 showed something else while the engine restarted: ${JSON.stringify(strangers)}`);
+    const after = network.slice(before);
+    const downloads = after.filter((url) => url.endsWith('.wasm') || url.endsWith('.attn'));
+    assert.deepEqual(downloads, [], `the restart downloaded again instead of reading the cache: ${downloads}`);
+    assert.equal(after.filter((url) => url.endsWith('/engine/worker.js')).length, 1, 'no new worker was started');
+    // The row on screen after the restart is a whole softmax row (hidden tokens included).
+    const total = await page.evaluate(async () => {
+      const engine = await (await import('/engine/engine.js')).getEngine();
+      const { attentionRow } = await import('/engine/result.js');
+      const bars = document.getElementById('instrument').shadowRoot.querySelector('table.bars');
+      const result = await engine.analyze(bars.dataset.sentence);
+      return attentionRow(result, 0, 0, 1).reduce((a, b) => a + b, 0);
+    });
+    assert.ok(Math.abs(total - 1) <= ROW_SUM_TOLERANCE, `a row of the fresh engine sums to ${total}`);
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('a trap during a reader\u2019s request keeps the last sentence on screen with the reason, then recovers', async () => {
+    const { page, context, errors } = await site.open('');
+    await openLive(page);
+    const first = 'Keep this sentence while the engine restarts.';
+    await typeSentence(page, first);
+    await page.waitForFunction((text) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, first, { timeout: LOAD_TIMEOUT_MS });
+    // The worker's next analysis traps: this worker's analyze requests become trap requests, so
+    // the reader's own request is the one that meets it (a new worker after it is not patched).
+    await page.evaluate(async () => {
+      const engine = await (await import('/engine/engine.js')).getEngine();
+      const host = engine._host;
+      const original = host.call.bind(host);
+      host.call = (id, op, args) => original(id, op === 'analyze' ? 'trap' : op, args);
+      // Whether the figure ever said why it shows the older sentence.
+      const root = document.getElementById('instrument').shadowRoot;
+      globalThis.__said = null;
+      new MutationObserver(() => {
+        const match = root.textContent.match(/The engine stopped[^.]*\./);
+        if (match && !globalThis.__said) globalThis.__said = { text: match[0], sentence: root.querySelector('table.bars')?.dataset.sentence };
+      }).observe(root, { subtree: true, childList: true, characterData: true });
+    });
+    await typeSentence(page, 'This request meets the trap.');
+    // The figure keeps the last sentence and says why nothing newer is drawn, or has already
+    // recovered with the new sentence on a fresh engine.
+    await page.waitForFunction(() => {
+      const root = document.getElementById('instrument').shadowRoot;
+      const text = root.textContent;
+      return /engine stopped/i.test(text) || root.querySelector('table.bars')?.dataset.sentence === 'This request meets the trap.';
+    }, null, { timeout: LOAD_TIMEOUT_MS });
+    const said = await page.evaluate(() => globalThis.__said);
+    assert.ok(said, 'the figure never said that the engine stopped');
+    assert.equal(said.sentence, first, 'while it said so, Figure 1 did not show the last sentence');
+    const again = 'After the trap the figures answer again.';
+    await typeSentence(page, again);
+    await page.waitForFunction((text) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, again, { timeout: LOAD_TIMEOUT_MS });
+    const engineState = await page.evaluate(async () => {
+      const engine = await (await import('/engine/engine.js')).getEngine();
+      return { failed: engine.failed, thread: engine.thread };
+    });
+    assert.deepEqual(engineState, { failed: false, thread: 'worker' });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+});
