@@ -156,6 +156,15 @@ export async function figureView({ engine = null, example = null, sentence, vect
 
 // Callers that build views asynchronously draw only their newest: latest.next() gives a token,
 // latest.current(token) says whether it is still the newest.
+// Where a text longer than the model reads was cut: the model reads result.n positions ([CLS]
+// and [SEP] included), so the text's last analysed token is n - 2.
+export function truncationNote(result) {
+  if (!result?.truncated || result.n < 3) return '';
+  const last = result.tokens[result.n - 2];
+  return ` This text has ${result.full_length.toLocaleString('en-US')} tokens and the model reads at most ${result.n}: `
+    + `everything after \u201c${last.text.replace(/^##/, '')}\u201d (character ${last.end.toLocaleString('en-US')} of ${result.text.length.toLocaleString('en-US')}) is left out.`;
+}
+
 export class Latest {
   constructor() {
     this._n = 0;
@@ -424,7 +433,7 @@ export class AttentionFigure extends HTMLElement {
     const progress = view.progress ?? { loaded: 0, total: 0, percent: 0 };
     setText(messages.loading, `${what} ${progressText(view.progress ? progress : null)}`);
     setText(messages.ready, `${what} The live model is ready.`);
-    setText(messages.live, `Computed in your browser by ${modelPhrase(view.model)}.`);
+    setText(messages.live, `Computed in your browser by ${modelPhrase(view.model)}.${truncationNote(view.result)}`);
     setText(messages.error, view.mode === 'error' ? `The live model did not load: ${view.error?.message ?? 'unknown error'}` : '');
     const active = view.mode === 'live' ? 'live' : view.mode === 'error' ? 'error' : view.ready ? 'ready' : 'loading';
     if (this._status.active !== active || this._status.mode !== view.mode) {

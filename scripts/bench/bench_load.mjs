@@ -1,0 +1,98 @@
+// A reader's first visit, in headless Chromium with a cold cache and an emulated network: the
+// bytes transferred from navigation until the instrument is live (its engine ready, "Open the
+// instrument" shown), the time that takes, and the time from the last byte to live, for the
+// default split model (a core file plus the opening sentence's word-embedding shards) beside the
+// same compact model as one file (?model-src=, the layout before the split), in interleaved runs.
+// Bytes: the page's Resource Timing transfer sizes (headers included; the worker's scripts are
+// among them) plus the bytes the engine's worker reports downloading (the wasm, the model file,
+// the shards). Chromium applies the page's emulated network to its worker's requests too.
+// A benchmark, not a test: the host's other load moves the times (the bytes do not move).
+// Needs the assembled site (node scripts/site/build_site.mjs).
+// Usage: node scripts/bench/bench_load.mjs [--mbit 20] [--latency-ms 20] [--runs 3] [--json FILE]
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { launchChromium, serve } from '../../tests/browser/harness.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const web = join(root, 'web');
+const args = process.argv.slice(2);
+const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+const mbit = Number(option('--mbit', '20'));
+const latencyMs = Number(option('--latency-ms', '20'));
+const runs = Number(option('--runs', '3'));
+const jsonOut = option('--json', null);
+const TIMEOUT_MS = 300000;
+
+const manifest = JSON.parse(readFileSync(join(web, 'models', 'manifest.json'), 'utf8'));
+const entry = manifest.models[manifest.default];
+const LAYOUTS = {
+  split: '',
+  single: `?model-src=${encodeURIComponent(`models/${entry.file}`)}`,
+};
+
+const conditions = { offline: false, latency: latencyMs, downloadThroughput: (mbit * 1e6) / 8, uploadThroughput: (mbit * 1e6) / 8 };
+
+// Bytes transferred: the page's resources (Resource Timing transferSize) plus what the engine's
+// worker downloaded (its timings: the wasm and the model file; its shard counter), since a
+// worker's fetches are not the page's resources.
+async function transferred(page) {
+  return page.evaluate(async () => {
+    const entries = performance.getEntriesByType('resource').concat(performance.getEntriesByType('navigation'));
+    const pageBytes = entries.reduce((a, e) => a + (e.transferSize || e.encodedBodySize || 0), 0);
+    const lastPageByte = Math.max(...entries.map((e) => e.responseEnd));
+    const engine = await (await import('/engine/engine.js')).getEngine();
+    const t = engine.timings;
+    const shards = await engine.shardStats();
+    const worker = engine.thread === 'worker';
+    return {
+      page: pageBytes, wasm: worker ? t.wasmBytes : 0, model: worker ? t.modelBytes : 0, shards: shards.bytes, shardRequests: shards.requests,
+      // The model's last byte by the page's clock (the worker reports an epoch time).
+      lastByteMs: Math.max(lastPageByte, t.modelDoneAt - performance.timeOrigin),
+      liveMs: performance.getEntriesByName('attention:engine-ready')[0]?.startTime ?? null,
+    };
+  });
+}
+
+async function measure(browser, baseUrl, layout) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  // Chromium applies a page's emulated network to its dedicated workers' requests too.
+  const session = await context.newCDPSession(page);
+  await session.send('Network.enable');
+  await session.send('Network.setCacheDisabled', { cacheDisabled: true });
+  await session.send('Network.emulateNetworkConditions', conditions);
+  await page.goto(baseUrl + LAYOUTS[layout]);
+  await page.locator('#open').waitFor({ state: 'visible', timeout: TIMEOUT_MS });
+  const bytes = await transferred(page);
+  await context.close();
+  const total = bytes.page + bytes.wasm + bytes.model + bytes.shards;
+  return { layout, totalBytes: total, ...bytes, lastByteToLiveMs: bytes.liveMs - bytes.lastByteMs };
+}
+
+const server = await serve(web);
+const baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
+const browser = await launchChromium();
+const results = [];
+try {
+  for (let run = 0; run < runs; ++run) {
+    for (const layout of Object.keys(LAYOUTS)) results.push(await measure(browser, baseUrl, layout));
+  }
+} finally {
+  await browser.close();
+  server.close();
+}
+const median = (values) => {
+  const v = values.slice().sort((a, b) => a - b);
+  return v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+};
+console.log(`Cold first visit at ${mbit} Mbit/s, ${latencyMs} ms latency (Chromium network emulation), ${runs} interleaved run(s) each; medians:`);
+console.log('| layout | MB transferred until live | of which model | shards (requests) | wasm | page | time to live (s) | last byte to live (ms) |');
+console.log('|---|---|---|---|---|---|---|---|');
+for (const layout of Object.keys(LAYOUTS)) {
+  const mine = results.filter((r) => r.layout === layout);
+  const m = (key) => median(mine.map((r) => r[key]));
+  console.log(`| ${layout} | ${(m('totalBytes') / 1e6).toFixed(2)} | ${(m('model') / 1e6).toFixed(2)} | ${(m('shards') / 1e6).toFixed(2)} (${m('shardRequests')}) | ${(m('wasm') / 1e6).toFixed(2)} | ${(m('page') / 1e6).toFixed(2)} | ${(m('liveMs') / 1000).toFixed(2)} | ${Math.round(m('lastByteToLiveMs'))} |`);
+}
+if (jsonOut) writeFileSync(jsonOut, JSON.stringify(results, null, 2));
