@@ -1,15 +1,21 @@
 // <attention-heads>: the selected token's row in every layer and head as small multiples on
 // one shared scale (0 to 1), so that the reader sees sixteen heads that were never trained to
-// agree. Each panel names the token that head favours and its ratio to uniform; clicking a
-// panel selects that head for the other figures.
+// agree. Each panel names the token that head favours and its ratio to uniform, and its columns
+// carry their tokens underneath (upright text turned a quarter, as small as the columns are
+// narrow; a sentence too long for that has none, and the readout names them); the line under
+// the grid reads out the column under the pointer or the last tapped; clicking a panel selects
+// that head for the other figures.
 import { AttentionFigure, define } from './base.js';
 import { attentionRow, headLabel, isSpecial } from '../engine/result.js';
 import { headsForToken, labelledHeadName, shortHeadLabel } from './data.js';
-import { rowPanel } from './bars.js';
+import { FULL_SCALE, rowPanel } from './bars.js';
 import { fmt, h, headShort, setText, svg } from './dom.js';
+import { CellReadout, partAt } from './readout.js';
 
 const WIDTH = 100;
 const HEIGHT = 40;
+// Above this many columns a panel's token labels would be too small to read.
+const MAX_LABELLED = 30;
 
 class AttentionHeads extends AttentionFigure {
   static css = `
@@ -24,7 +30,26 @@ class AttentionHeads extends AttentionFigure {
   .multiple .title b { color: var(--attn-fg); }
   .multiple .title .label { flex: 1 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
   .multiple .fav { font-size: 0.82em; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
-  .multiple svg { display: block; width: 100%; height: auto; margin: 0.2em 0; }
+  .multiple .plot { display: block; margin: 0.2em 0; container-type: inline-size; touch-action: manipulation; }
+  .multiple svg { display: block; width: 100%; height: auto; }
+  /* The columns' tokens, under their columns, read upwards and ending at the chart; the type is
+     as large as a column is wide, between 6.5px and 10px; the strip keeps one height. */
+  .multiple .axis {
+    display: grid; grid-template-columns: repeat(var(--cols), minmax(0, 1fr)); align-items: start;
+    font-size: clamp(6.5px, calc(100cqi / var(--cols) * 0.8), 10px); height: 4.6em; overflow: hidden; padding-top: 1px;
+  }
+  .multiple .axis span {
+    writing-mode: vertical-rl; transform: rotate(180deg); line-height: 1; white-space: nowrap; overflow: hidden;
+    text-overflow: ellipsis; max-height: 4.5em; min-width: 0; justify-self: center; color: var(--attn-muted);
+  }
+  .multiple .axis .special { font-style: italic; }
+  .multiple .axis .on { color: var(--attn-fg); font-weight: 700; }
+  /* The readout stays at the bottom of the screen while the panels scroll past (on a phone
+     they are taller than the screen), so that a tap on the first panel is read where it is. */
+  .readout {
+    position: sticky; bottom: 0; z-index: 1; background: var(--attn-bg); padding: 0.3em 0.2em;
+    border-top: 1px solid var(--attn-line); margin-top: 0.5em;
+  }
   .multiple .col { fill: var(--attn-bar); transform-box: fill-box; transform-origin: bottom; }
   .multiple .col.self { fill: var(--attn-muted); }
   .multiple .uniform { stroke: var(--attn-uniform); stroke-width: 1; stroke-dasharray: 3 2; vector-effect: non-scaling-stroke; }
@@ -56,7 +81,10 @@ class AttentionHeads extends AttentionFigure {
         setText(panel.fav, `\u2192 ${result.tokens[x.argmax].text} ${fmt(x.max, 2)}`);
       });
       b.group.setAttribute('aria-label', `The row of ${word} in all ${heads.length} heads`);
-      setText(b.legendText, `Columns: the ${b.columns.length} tokens in order, height = weight from 0 to 1 (grey: \u201c${word}\u201d itself).`);
+      // A column read for another token is not this token's: the readout goes back to the selection.
+      if (b.token >= 0 && b.readout.probe?.source !== 'keyboard') b.readout.clear();
+      const unlabelled = b.columns.length > MAX_LABELLED ? ' (too many to label under the columns: point at or tap one to read its token)' : '';
+      setText(b.legendText, `Columns: the ${b.columns.length} tokens in order${unlabelled}, height = weight from 0 to 1 (grey: \u201c${word}\u201d itself).`);
       b.token = token;
       b.tableFor = -1;
       b.drawnToken = -1;
@@ -68,6 +96,7 @@ class AttentionHeads extends AttentionFigure {
       b.panels[selected]?.button.setAttribute('aria-pressed', 'true');
       b.selected = selected;
     }
+    this.showReadout();
     this.fillTable();
   }
 
@@ -106,15 +135,22 @@ class AttentionHeads extends AttentionFigure {
     const uniformY = HEIGHT * (1 - 1 / n);
     const panels = [];
     // One panel's chart is drawn, and cloned for the other heads.
-    const first = svg('svg', { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, preserveAspectRatio: 'none', 'aria-hidden': 'true' },
+    const chartTemplate = svg('svg', { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, preserveAspectRatio: 'none', 'aria-hidden': 'true' },
       columns.map((j, c) => svg('rect', { class: 'col', x: c * step + step * 0.1, width: step * 0.8, y: HEIGHT, height: 0 })),
       svg('line', { class: 'base', x1: 0, x2: WIDTH, y1: HEIGHT, y2: HEIGHT }),
       svg('line', { class: 'uniform', x1: 0, x2: WIDTH, y1: uniformY, y2: uniformY }));
+    // The chart and the tokens under its columns, cloned for the other heads.
+    const labelled = columns.length <= MAX_LABELLED;
+    const first = h('span.plot', {},
+      chartTemplate,
+      labelled ? h('span.axis', { 'aria-hidden': 'true', style: { '--cols': String(columns.length) } },
+        columns.map((j) => h(`span${isSpecial(result.roles, j) ? '.special' : ''}`, { text: result.tokens[j].text }))) : null);
     for (let layer = 0; layer < result.layers; ++layer) {
       for (let head = 0; head < result.heads; ++head) {
         const k = panels.length;
         const chart = k === 0 ? first : first.cloneNode(true);
         const rects = [...chart.querySelectorAll('rect')];
+        const axis = chart.querySelector('.axis');
         const profile = headLabel(result, layer, head);
         const ratio = h('span');
         const fav = h('span.fav', { title: profile ? `head profile over the sentence: ${profile}` : undefined });
@@ -124,7 +160,7 @@ class AttentionHeads extends AttentionFigure {
         h('span.title', {}, h('b', { text: headShort(layer, head) }), h('span.label', { text: shortHeadLabel(profile), title: profile || undefined }), ratio),
         chart,
         fav);
-        panels.push({ button, rects, ratio, fav });
+        panels.push({ button, rects, ratio, fav, plot: chart, labels: axis ? [...axis.children] : [] });
       }
     }
     const group = h('div.multiples', { role: 'group', style: { '--heads': String(result.heads) } }, panels.map((p) => p.button));
@@ -132,16 +168,64 @@ class AttentionHeads extends AttentionFigure {
       const button = event.target.closest?.('button.multiple');
       if (button) this.select({ layer: Number(button.dataset.layer), head: Number(button.dataset.head) });
     });
+    // The readout: the column under the pointer (mouse, pen) or the one tapped, the head the
+    // keyboard is on, else the selected head's largest weight.
+    const readout = new CellReadout({ hint: 'point at or tap a column' });
+    let tapping = false;
+    const probe = (event, source) => {
+      const button = event.target.closest?.('button.multiple');
+      const b = this._built;
+      if (!button || !b) return;
+      const panel = b.panels[Number(button.dataset.index)];
+      const box = panel.plot.getBoundingClientRect();
+      const c = partAt(box.left, box.width, columns.length, event.clientX);
+      const layerHead = { layer: Number(button.dataset.layer), head: Number(button.dataset.head) };
+      if (c >= 0) readout.set(result, { ...layerHead, column: columns[c], source });
+      else if (source === 'pointer') readout.set(result, { ...layerHead, source });
+      else return;
+      this.showReadout();
+    };
+    group.addEventListener('pointermove', (event) => probe(event, tapping ? 'tap' : 'pointer'));
+    group.addEventListener('pointerdown', (event) => { tapping = event.pointerType !== 'mouse'; probe(event, 'tap'); });
+    group.addEventListener('pointerup', () => { tapping = false; });
+    group.addEventListener('pointerleave', (event) => {
+      if (event.pointerType !== 'mouse') return;
+      readout.leave();
+      this.showReadout();
+    });
+    group.addEventListener('focusin', (event) => {
+      const button = event.target.closest?.('button.multiple');
+      if (!button?.matches(':focus-visible')) return;
+      readout.set(result, { layer: Number(button.dataset.layer), head: Number(button.dataset.head), source: 'keyboard' });
+      this.showReadout();
+    });
     const legendText = h('span');
     const tableSlot = h('div.table-scroll');
     const details = h('details.data', { on: { toggle: () => this.fillTable() } }, h('summary', { text: 'All sixteen rows as a table' }), tableSlot);
     const focused = this.shadowRoot.activeElement?.dataset?.index;
     this.bodyEl.replaceChildren(
       group,
+      readout.el,
       h('div.legend', { 'aria-hidden': 'true' }, legendText, h('span', {}, h('span.swatch-line'), `uniform 1/${n}`)),
       details);
     if (focused !== undefined) panels[Number(focused)]?.button.focus();
-    this._built = { result, showSpecial, columns, panels, group, legendText, tableSlot, details, token: -1, selected: -1, tableFor: -1, drawnToken: -1 };
+    this._built = { result, showSpecial, columns, panels, group, legendText, tableSlot, details, readout, token: -1, selected: -1, tableFor: -1, drawnToken: -1 };
+  }
+
+  // The readout's line, and the token it reads in bold under the columns of its panel.
+  showReadout() {
+    const b = this._built;
+    const v = this.view;
+    if (!b || !v?.result) return;
+    const reading = b.readout.render(b.result, v);
+    const c = b.columns.indexOf(reading.column);
+    const panel = b.panels[reading.layer * b.result.heads + reading.head];
+    const label = panel?.labels[c] ?? null;
+    if (b.boldLabel !== label) {
+      b.boldLabel?.classList.remove('on');
+      label?.classList.add('on');
+      b.boldLabel = label;
+    }
   }
 
   // Every head's row as a table, drawn only while it is open.
@@ -177,7 +261,7 @@ class AttentionHeads extends AttentionFigure {
       columns: result.heads,
       panels: headsForToken(result, token).map((x) => rowPanel({
         tokens: result.tokens, roles: result.roles, row: attentionRow(result, x.layer, x.head, token), selected: token,
-        showSpecial: view.showSpecial, scaleMax: 1, title: `${headShort(x.layer, x.head)} ${shortHeadLabel(headLabel(result, x.layer, x.head))} \u00d7${fmt(x.ratio_to_uniform, 1)}`.replace(/  +/g, ' '),
+        showSpecial: view.showSpecial, scaleMax: FULL_SCALE, track: true, title: `${headShort(x.layer, x.head)} ${shortHeadLabel(headLabel(result, x.layer, x.head))} \u00d7${fmt(x.ratio_to_uniform, 1)}`.replace(/  +/g, ' '),
       })),
       note: 'Every panel on one scale from 0 to 1; dashed line: the uniform share 1/n; \u00d7: ratio to uniform.',
     };

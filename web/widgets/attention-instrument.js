@@ -1,18 +1,24 @@
 // <attention-instrument>: the main instrument. A sentence box with presets, the tokens as
 // chips grouped under their words, a 4 x 4 picker of every layer and head (each a tiny heatmap
-// of that head over the sentence), and the selected token's attention row as labelled bars
-// with its sum, the uniform share, the ratio to uniform and the entropy.
+// of that head over the sentence) with a line that reads out the weight under the pointer or
+// the last tap, the selected head's heatmap enlarged with its tokens along both sides, and the
+// selected token's attention row as labelled bars on tracks from 0 to 1, with its sum, the
+// uniform share, the ratio to uniform and the entropy.
 import { AttentionFigure, define } from './base.js';
 import { css, paintWeights, weightColour } from './colour.js';
-import { attentionMatrix, attentionRow, headLabel, rowStat } from '../engine/result.js';
+import { attentionMatrix, attentionRow, headLabel, isSpecial, rowStat } from '../engine/result.js';
 import { headsForToken, labelledHeadName, shortHeadLabel } from './data.js';
 import { fmt, h, headShort, setText } from './dom.js';
-import { barLegend, barScale, RowChart, selectedRowPanels, specialShare } from './bars.js';
+import { barLegend, FULL_SCALE, RowChart, selectedRowPanels, specialShare } from './bars.js';
 import { TokenChips } from './controls.js';
+import { CellReadout, partAt } from './readout.js';
 import { PRESETS } from '../state.js';
 
 const INPUT_DELAY_MS = 300;
 const MAX_INPUT = 1000;
+// Above this many tokens the enlarged heatmap's rows are too thin for their labels; the readout
+// names the tokens instead.
+const MAX_LABELLED = 32;
 
 class AttentionInstrument extends AttentionFigure {
   static css = `
@@ -38,8 +44,20 @@ class AttentionInstrument extends AttentionFigure {
   }
   .chip.special { font-style: italic; color: var(--attn-muted); }
   .chip[aria-pressed="true"] { background: var(--attn-bar); color: var(--attn-bg); border-color: var(--attn-bar); font-style: normal; }
-  .grid { display: grid; gap: 1em; grid-template-columns: 1fr; }
-  @container (min-width: 620px) { .grid { grid-template-columns: minmax(13em, 17em) 1fr; } }
+  /* One column on a phone (the picker, the row, the enlarged head); two from 620px, the enlarged
+     head under the picker; three from 940px, the enlarged head beside the row. */
+  .grid { display: grid; gap: 1em; grid-template-columns: minmax(0, 1fr); }
+  @container (min-width: 620px) {
+    .grid { grid-template-columns: minmax(13em, 17em) minmax(0, 1fr); }
+    .grid > .row-part { grid-column: 2; grid-row: 1 / span 2; }
+    .grid > .zoom { grid-column: 1; grid-row: 2; }
+    .grid > .readout.echo { display: none; }
+  }
+  @container (min-width: 940px) {
+    .grid { grid-template-columns: minmax(13em, 16em) minmax(0, 1fr) minmax(14em, 18em); }
+    .grid > .row-part { grid-column: 2; grid-row: 1; }
+    .grid > .zoom { grid-column: 3; grid-row: 1; margin-top: 0; }
+  }
   .picker-title { font-size: 0.86em; color: var(--attn-muted); margin-bottom: 0.3em; }
   .picker { display: grid; grid-template-columns: auto repeat(var(--heads), 1fr); gap: 4px; align-items: center; }
   .picker .axis { font-size: 0.75em; color: var(--attn-muted); text-align: center; }
@@ -51,6 +69,33 @@ class AttentionInstrument extends AttentionFigure {
   .cell[aria-pressed="true"] .tag { color: var(--attn-fg); font-weight: 600; }
   .cell[aria-pressed="true"] { border-color: var(--attn-bar); }
   .scale { height: 8px; border-radius: 2px; margin-top: 0.4em; }
+  .picker .map canvas { touch-action: manipulation; }
+  /* The selected head enlarged, its tokens along both sides: the columns' labels read upwards,
+     the rows' to the left. The type follows the size of a row (container units), between
+     7px and 11px. */
+  .zoom { max-width: 20em; container-type: inline-size; min-width: 0; }
+  .zoom-title { font-size: 0.86em; color: var(--attn-muted); margin-bottom: 0.2em; }
+  .zoom-grid {
+    display: grid; grid-template-columns: 28cqi minmax(0, 1fr); grid-template-rows: auto auto; column-gap: 3px;
+    --label-size: clamp(7px, calc(72cqi / var(--n) * 0.85), 11px);
+  }
+  .zoom .cols { grid-column: 2; grid-row: 1; display: grid; grid-template-columns: repeat(var(--n), minmax(0, 1fr)); align-items: end; padding-bottom: 2px; }
+  .zoom .rows { grid-column: 1; grid-row: 2; display: grid; grid-template-rows: repeat(var(--n), minmax(0, 1fr)); contain: size; width: 28cqi; }
+  .zoom .cols span, .zoom .rows span {
+    font-size: var(--label-size); line-height: 1; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; color: var(--attn-muted); min-width: 0; min-height: 0;
+  }
+  .zoom .cols span { writing-mode: vertical-rl; transform: rotate(180deg); max-height: 6em; justify-self: center; }
+  .zoom .rows span { text-align: right; align-self: center; padding-right: 2px; }
+  .zoom .special { font-style: italic; }
+  .zoom .on { color: var(--attn-fg); font-weight: 700; }
+  .zoom .map { grid-column: 2; grid-row: 2; position: relative; touch-action: manipulation; }
+  .zoom .map:focus-visible { outline-offset: 1px; }
+  .zoom canvas { display: block; width: 100%; aspect-ratio: 1; image-rendering: pixelated; border-radius: 2px; }
+  .zoom .marker, .zoom .probe { position: absolute; pointer-events: none; }
+  .zoom .marker { left: 0; right: 0; border: 1px solid var(--attn-fg); }
+  .zoom .probe { outline: 2px solid var(--attn-focus); outline-offset: 0; }
+  .zoom.dense .cols, .zoom.dense .rows { display: none; }
+  .zoom.dense .zoom-grid { grid-template-columns: 0 minmax(0, 1fr); column-gap: 0; }
   `;
 
   constructor() {
@@ -107,11 +152,31 @@ class AttentionInstrument extends AttentionFigure {
       const cell = event.target.closest?.('button.cell');
       if (cell) this.onCellKey(event, Number(cell.dataset.layer), Number(cell.dataset.head));
     });
+    // The readout: the cell under the pointer (mouse, pen), the one tapped, the head the keyboard
+    // is on, else the selection's largest weight.
+    this.readout = new CellReadout({ hint: 'point at or tap a square' });
+    this.readout.el.id = 'picker-readout';
+    const probeCell = (event, source) => {
+      const cell = event.target.closest?.('button.cell');
+      if (!cell || !this.view?.result) return;
+      this.probeAt(cell.querySelector('canvas'), event, Number(cell.dataset.layer), Number(cell.dataset.head), source);
+    };
+    this.pickerSlot.addEventListener('pointermove', (event) => probeCell(event, this._tapping ? 'tap' : 'pointer'));
+    this.pickerSlot.addEventListener('pointerdown', (event) => { this._tapping = event.pointerType !== 'mouse'; probeCell(event, 'tap'); });
+    this.pickerSlot.addEventListener('pointerup', () => { this._tapping = false; });
+    this.pickerSlot.addEventListener('pointerleave', (event) => this.leaveProbe(event));
+    this.pickerSlot.addEventListener('focusin', (event) => {
+      const cell = event.target.closest?.('button.cell');
+      if (!cell?.matches(':focus-visible') || !this.view?.result) return;
+      this.readout.set(this.view.result, { layer: Number(cell.dataset.layer), head: Number(cell.dataset.head), source: 'keyboard' });
+      this.showReadout();
+    });
+    this.zoom = this.buildZoom();
     const scale = h('div.scale', {
       'aria-hidden': 'true',
       style: { background: `linear-gradient(to right, ${[0, 0.05, 0.15, 0.3, 0.5, 0.75, 1].map((w) => css(weightColour(w))).join(', ')})` },
     });
-    this.chart = new RowChart();
+    this.chart = new RowChart({ track: true });
     this.legendSlot = h('div');
     this.facts = {
       sum: h('b.row-sum'), max: h('b'), argmax: document.createTextNode(''), ratio: h('b.ratio'), entropy: h('b'), ceiling: document.createTextNode(''),
@@ -132,12 +197,16 @@ class AttentionInstrument extends AttentionFigure {
     this.bodyEl.replaceChildren(
       this.sentenceControls, this.inputError, h('label.options', {}, this.specialBox, ' Show [CLS] and [SEP]'), this.chipList.scroller,
       h('div.grid', {},
-        h('div', {},
+        h('div.picker-part', {},
           h('div.picker-title', { text: 'Layer \u00d7 head: each square is that head\u2019s whole attention matrix for this sentence (rows: tokens reading, columns: tokens read). The outlined strip is the selected token\u2019s row.' }),
           this.pickerSlot,
           scale,
-          h('div.legend', { 'aria-hidden': 'true' }, h('span', { text: 'colour: weight from 0 (dark) to 1 (yellow), square-root scale' }))),
-        h('div', {}, this.chart.el, this.legendSlot, this.factsSlot)),
+          h('div.legend', { 'aria-hidden': 'true' }, h('span', { text: 'colour: weight from 0 (dark) to 1 (yellow), square-root scale' })),
+          this.readout.el),
+        h('div.row-part', {}, this.chart.el, this.legendSlot, this.factsSlot),
+        this.zoom.el,
+        // Under the enlarged heatmap too where it sits far below the line (one column).
+        this.readout.echo()),
       this.tableDetails);
     this._frame = true;
     this._shown = {};
@@ -170,6 +239,130 @@ class AttentionInstrument extends AttentionFigure {
       }
     }
     picker.replaceChildren(...children);
+    const z = this.zoom;
+    const dense = result.n > MAX_LABELLED;
+    z.el.classList.toggle('dense', dense);
+    z.grid.style.setProperty('--n', String(result.n));
+    const labels = () => (dense ? [] : result.tokens.map((t, j) => h(`span${isSpecial(result.roles, j) ? '.special' : ''}`, { text: t.text, title: t.text })));
+    z.cols.replaceChildren(...labels());
+    z.rows.replaceChildren(...labels());
+    z.marker.style.height = `calc(100% / ${result.n})`;
+    z.probe.style.width = `calc(100% / ${result.n})`;
+    z.probe.style.height = `calc(100% / ${result.n})`;
+    z.painted = null;
+  }
+
+  // The selected head's heatmap, large, with the tokens along both sides (built once).
+  buildZoom() {
+    const title = h('div.zoom-title');
+    const cols = h('div.cols', { 'aria-hidden': 'true' });
+    const rows = h('div.rows', { 'aria-hidden': 'true' });
+    const canvas = h('canvas', { 'aria-hidden': 'true' });
+    const marker = h('span.marker', { 'aria-hidden': 'true' });
+    const probe = h('span.probe', { 'aria-hidden': 'true', hidden: true });
+    const map = h('div.map', {
+      tabindex: '0', role: 'img', 'aria-describedby': 'picker-readout',
+    }, canvas, marker, probe);
+    const grid = h('div.zoom-grid', {}, cols, rows, map);
+    const el = h('div.zoom', {}, title, grid);
+    const probeMap = (event, source) => {
+      if (!this.view?.result) return;
+      this.probeAt(canvas, event, this.view.layer, this.view.head, source);
+    };
+    map.addEventListener('pointermove', (event) => probeMap(event, this._tapping ? 'tap' : 'pointer'));
+    map.addEventListener('pointerdown', (event) => { this._tapping = event.pointerType !== 'mouse'; probeMap(event, 'tap'); });
+    map.addEventListener('pointerup', () => { this._tapping = false; });
+    map.addEventListener('pointerleave', (event) => this.leaveProbe(event));
+    map.addEventListener('keydown', (event) => this.onMapKey(event));
+    map.addEventListener('focus', () => {
+      if (!map.matches(':focus-visible') || !this.view?.result) return;
+      const v = this.view;
+      const p = this.readout.probe;
+      if (!p || p.layer !== v.layer || p.head !== v.head) this.readout.set(v.result, { layer: v.layer, head: v.head, row: v.token, column: null, source: 'keyboard' });
+      this.showReadout();
+    });
+    return { el, title, grid, cols, rows, canvas, marker, probe, map, painted: null };
+  }
+
+  // A probe at the pointer's place in a heatmap (its canvas): row and column of (layer, head).
+  probeAt(canvas, event, layer, head, source) {
+    const { result } = this.view;
+    const box = canvas.getBoundingClientRect();
+    const row = partAt(box.top, box.height, result.n, event.clientY);
+    const column = partAt(box.left, box.width, result.n, event.clientX);
+    if (row < 0 || column < 0) {
+      // On the head's label under its heatmap: the head, read at the selected token.
+      if (source === 'pointer') this.readout.set(result, { layer, head, source });
+      else return;
+    } else {
+      this.readout.set(result, { layer, head, row, column, source });
+    }
+    this.showReadout();
+  }
+
+  leaveProbe(event) {
+    if (event.pointerType !== 'mouse') return;
+    this.readout.leave();
+    this.showReadout();
+  }
+
+  // Arrow keys move the probe over the enlarged heatmap's cells.
+  onMapKey(event) {
+    const v = this.view;
+    const move = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0], Home: [0, -Infinity], End: [0, Infinity] }[event.key];
+    if (!move || !v?.result) return;
+    event.preventDefault();
+    const n = v.result.n;
+    const p = this.readout.probe;
+    const same = p && p.layer === v.layer && p.head === v.head && p.row !== null && p.column !== null;
+    const reading = this.showReadout();
+    const row = same ? p.row : reading?.row ?? v.token;
+    const column = same ? p.column : reading?.column ?? 0;
+    const clamp = (x) => Math.min(n - 1, Math.max(0, x));
+    this.readout.set(v.result, { layer: v.layer, head: v.head, row: clamp(row + move[0]), column: clamp(column + move[1]), source: 'keyboard' });
+    this.showReadout();
+  }
+
+  // The readout and, where it reads the selected head, its cell outlined on the enlarged heatmap.
+  showReadout() {
+    const v = this.view;
+    if (!v?.result || !this.readout) return null;
+    const reading = this.readout.render(v.result, v);
+    const z = this.zoom;
+    const onZoom = this.readout.probe && reading.layer === v.layer && reading.head === v.head;
+    z.probe.hidden = !onZoom;
+    if (onZoom) {
+      z.probe.style.top = `calc(100% * ${reading.row / v.result.n})`;
+      z.probe.style.left = `calc(100% * ${reading.column / v.result.n})`;
+    }
+    // The row's and the column's tokens in bold, where the reading is of the head shown large.
+    const shown = reading.layer === v.layer && reading.head === v.head;
+    for (const [axis, index] of [['rows', reading.row], ['cols', reading.column]]) {
+      const box = z[axis];
+      const old = box.querySelector('.on');
+      const now = shown ? box.children[index] : null;
+      if (old !== now) {
+        old?.classList.remove('on');
+        now?.classList.add('on');
+      }
+    }
+    return reading;
+  }
+
+  // The enlarged heatmap of the selected head: painted when the head or the sentence changes.
+  updateZoom(view) {
+    const { result, layer, head, token } = view;
+    const z = this.zoom;
+    const key = `${layer},${head}`;
+    if (z.painted !== key) {
+      paintWeights(z.canvas, result.n, result.n, attentionMatrix(result, layer, head));
+      z.painted = key;
+      const label = headLabel(result, layer, head);
+      const unlabelled = result.n > MAX_LABELLED ? ` (${result.n} tokens, too many to label: point at or tap a cell to read its tokens)` : '';
+      setText(z.title, `${headShort(layer, head)}${label ? ` ${label}` : ''} enlarged: each row reads the columns${unlabelled}`);
+      z.map.setAttribute('aria-label', `The attention matrix of ${labelledHeadName(result, layer, head)}, enlarged. Arrow keys move between its cells; the line under the small heatmaps reads the cell.`);
+    }
+    z.marker.style.top = `calc(100% * ${token / result.n})`;
   }
 
   // What a selection changes: the pressed chip and head, the markers, the row's bars and facts.
@@ -209,7 +402,8 @@ class AttentionInstrument extends AttentionFigure {
     const row = attentionRow(result, layer, head, token);
     const s = rowStat(result, layer, head, token);
     const word = result.tokens[token].text;
-    const scaleMax = barScale(row);
+    // On the scale from 0 to 1, each bar on its track: the row's budget is in view.
+    const scaleMax = FULL_SCALE;
     this.chart.update({
       tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial, scaleMax,
       caption: `How \u201c${word}\u201d (token ${token + 1} of ${result.n}) reads the sentence in ${labelledHeadName(result, layer, head)}: its attention row.`,
@@ -219,7 +413,7 @@ class AttentionInstrument extends AttentionFigure {
     ds.head = String(head);
     ds.token = String(token);
     ds.sentence = result.text;
-    if (shown.scaleMax !== scaleMax || shown.n !== result.n) this.legendSlot.replaceChildren(barLegend(row, scaleMax));
+    if (shown.scaleMax !== scaleMax || shown.n !== result.n) this.legendSlot.replaceChildren(barLegend(row, scaleMax, null, { track: true }));
     const f = this.facts;
     setText(f.sum, fmt(s.sum, 6));
     setText(f.max, fmt(s.max, 4));
@@ -229,6 +423,10 @@ class AttentionInstrument extends AttentionFigure {
     f.ceiling.nodeValue = ` nats of at most ln ${result.n} = ${fmt(Math.log(result.n), 3)}`;
     f.hidden.hidden = showSpecial;
     if (!showSpecial) setText(f.hidden, `[CLS] and [SEP] are hidden; they hold ${fmt(specialShare(row, result.roles), 4)} of this row, and the sum counts them.`);
+    this.updateZoom(view);
+    // A cell read in another token's row gives way to the new token's reading.
+    if (tokenChanged && this.readout.probe?.row !== null) this.readout.clear();
+    this.showReadout();
     this._shown = { result, token, layer, head, showSpecial, scaleMax, n: result.n };
     this._tableFor = null;
     this.fillTable();

@@ -6,7 +6,7 @@ import { AttentionFigure, define } from './base.js';
 import { attentionRow, rowStat } from '../engine/result.js';
 import { CONTROLS_CSS, HeadMenu, TokenChips } from './controls.js';
 import { fmt, h, headName, setText } from './dom.js';
-import { barLegend, barScale, RowChart, selectedRowPanels, specialShare } from './bars.js';
+import { barLegend, FULL_SCALE, RowChart, selectedRowPanels, specialShare } from './bars.js';
 
 class AttentionRow extends AttentionFigure {
   static css = CONTROLS_CSS;
@@ -27,7 +27,7 @@ class AttentionRow extends AttentionFigure {
       this._parts = {
         chips: new TokenChips({ label: 'Tokens of the sentence: choose whose row to read', onSelect: (patch) => this.select(patch) }),
         menu: new HeadMenu((patch) => this.select(patch)),
-        chart: new RowChart(),
+        chart: new RowChart({ track: true }),
         legend: h('div'),
         facts: f,
         scaleMax: null,
@@ -45,7 +45,8 @@ class AttentionRow extends AttentionFigure {
     const word = result.tokens[token].text;
     const row = attentionRow(result, layer, head, token);
     const s = rowStat(result, layer, head, token);
-    const scaleMax = barScale(row);
+    // On the scale from 0 to 1, each bar on its track: the row's budget is in view.
+    const scaleMax = FULL_SCALE;
     p.chips.update(result, token, showSpecial);
     p.menu.update(result, layer, head);
     p.chart.update({
@@ -56,7 +57,7 @@ class AttentionRow extends AttentionFigure {
     const legendKey = `${scaleMax}/${result.n}`;
     if (p.scaleMax !== legendKey) {
       p.scaleMax = legendKey;
-      p.legend.replaceChildren(barLegend(row, scaleMax));
+      p.legend.replaceChildren(barLegend(row, scaleMax, null, { track: true }));
     }
     const f = p.facts;
     setText(f.sum, fmt(s.sum, 6));

@@ -1,10 +1,17 @@
 // One attention row as a labelled bar chart that is also a table: each token is a table row
 // with its label, a bar and its value, and the uniform share 1/n is a dashed line through the
-// bars. Every table row carries the full-precision weight in data-value.
+// bars. Every table row carries the full-precision weight in data-value. On the scale from 0 to
+// 1 (FULL_SCALE) each bar lies on a faint track of the full length, so that the reader sees
+// where 1 is: the whole of the row's budget, which its bars share.
 import { fmt, h, headName, setText } from './dom.js';
 import { attentionRow, isSpecial, rowStat } from '../engine/result.js';
 
-// The bar scale's top: the row's largest weight (or 1/n) rounded up to a tenth.
+// The top of the scale on which a row's bars are the share of its budget of 1, drawn with a
+// track (Figure 1, <attention-row>, the exported pictures of them and of Figure 5).
+export const FULL_SCALE = 1;
+
+// The bar scale's top where a chart is scaled to its own row (Figure 4's panels): the row's
+// largest weight (or 1/n) rounded up to a tenth.
 export function barScale(row) {
   let max = 1 / row.length;
   for (const v of row) max = Math.max(max, v);
@@ -15,9 +22,10 @@ export function barScale(row) {
 // sentence, and a new row of weights (another token, another head) changes only the bars'
 // widths, the values and the selected and top marks. Long sentences scroll inside the chart
 // (div.rows-scroll, bounded in height) instead of stretching the page; the selected token's
-// row is scrolled into view there.
+// row is scrolled into view there. track: draw the faint track of the full length behind every
+// bar (for a chart on the scale from 0 to 1, where the track's end is the weight 1).
 export class RowChart {
-  constructor({ compact = false, digits = 4 } = {}) {
+  constructor({ compact = false, digits = 4, track = false } = {}) {
     this.digits = digits;
     // The caption changes with every selection: shown above the chart (where it stays in view
     // while the rows scroll), and kept in the table, out of its layout, for screen readers.
@@ -26,7 +34,7 @@ export class RowChart {
     this.body = h('tbody');
     // The columns' widths are set here: with table-layout: fixed they would otherwise come from
     // the first row, the visually hidden header's.
-    this.table = h(`table.bars${compact ? '.compact' : ''}`, {},
+    this.table = h(`table.bars${compact ? '.compact' : ''}${track ? '.tracked' : ''}`, {},
       this.caption,
       h('colgroup', {}, h('col.label'), h('col.track'), h('col.value')),
       h('thead.visually-hidden', {}, h('tr', {}, h('th', { scope: 'col', text: 'Token' }), h('th', { scope: 'col', text: 'Bar' }), h('th', { scope: 'col', text: 'Weight' }))),
@@ -157,9 +165,14 @@ export function rowChart(options) {
   return chart.table;
 }
 
-export function barLegend(row, scaleMax = barScale(row), label = `weight (bars run from 0 to ${fmt(scaleMax, 1)})`) {
+// The legend under a chart: what a bar's length is, and the uniform line. track: the chart
+// draws its bars on tracks from 0 to 1 (RowChart's track).
+export function barLegend(row, scaleMax = barScale(row), label = null, { track = false } = {}) {
+  const text = label ?? (track
+    ? 'weight from 0 to 1, the track\u2019s full length'
+    : `weight (bars run from 0 to ${fmt(scaleMax, 1)})`);
   return h('div.legend', { 'aria-hidden': 'true' },
-    h('span', {}, h('span.swatch-bar'), label),
+    h('span', {}, h(track ? 'span.swatch-track' : 'span.swatch-bar'), text),
     h('span', {}, h('span.swatch-line'), `uniform share 1/${row.length} = ${fmt(1 / row.length, 4)}`));
 }
 
@@ -171,7 +184,9 @@ export function specialShare(row, roles) {
 }
 
 // One row as a panel of the exported picture (export.js), without the hidden [CLS] and [SEP].
-export function rowPanel({ tokens, roles, row, selected = -1, showSpecial = true, title, scaleMax = barScale(row) }) {
+// track: its bars are drawn on tracks of the full length, as the figure draws them (for the full
+// scale, 0 to 1).
+export function rowPanel({ tokens, roles, row, selected = -1, showSpecial = true, title, scaleMax = barScale(row), track = false }) {
   const keep = [];
   for (let j = 0; j < row.length; ++j) {
     if (showSpecial || !isSpecial(roles, j)) keep.push(j);
@@ -183,6 +198,7 @@ export function rowPanel({ tokens, roles, row, selected = -1, showSpecial = true
     selected: keep.indexOf(selected),
     uniform: 1 / row.length,
     scaleMax,
+    track,
   };
 }
 
@@ -193,9 +209,9 @@ export function selectedRowPanels({ result, token, layer, head, showSpecial }) {
   const hidden = showSpecial ? '' : ` [CLS] and [SEP] not drawn; they hold ${fmt(specialShare(row, result.roles), 4)}.`;
   return {
     panels: [rowPanel({
-      tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial,
+      tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial, scaleMax: FULL_SCALE, track: true,
       title: `${headName(layer, head)}: row sum ${fmt(s.sum, 6)}, ratio to uniform ${fmt(s.ratio_to_uniform, 2)}`,
     })],
-    note: `Dashed line: the uniform share 1/${result.n} = ${fmt(1 / result.n, 4)}.${hidden}`,
+    note: `Bars on a scale from 0 to 1, the grey track's full length. Dashed line: the uniform share 1/${result.n} = ${fmt(1 / result.n, 4)}.${hidden}`,
   };
 }

@@ -2,6 +2,7 @@
 // its DOM), headed by the sentence, the model, the layer and the head, and a PNG painted from
 // that SVG through a canvas. All text goes in as text nodes, so a hostile sentence stays text.
 import { fmt, svg } from './dom.js';
+import { THEME_PROPERTIES } from './style.js';
 
 const WIDTH = 760;
 const MARGIN = 24;
@@ -13,7 +14,12 @@ const VALUE_WIDTH = 58;
 const MAX_LINE_CHARS = 96; // header lines wrap here (about the width at 13 px)
 export const PNG_SCALE = 2;
 
-const COLOURS = { fg: '#1b1b1f', muted: '#55555f', bg: '#ffffff', bar: '#2b5cad', soft: '#9db6e0', uniform: '#b3540a', line: '#d5d5dc' };
+// The pictures use the light theme's colours (THEME_PROPERTIES), whatever the page shows.
+const light = (name) => THEME_PROPERTIES.find((p) => p.name === name).light;
+const COLOURS = {
+  fg: light('--attn-fg'), muted: light('--attn-muted'), bg: light('--attn-bg'), bar: light('--attn-bar'), soft: light('--attn-bar-soft'),
+  uniform: light('--attn-uniform'), line: light('--attn-line'), track: light('--attn-track'),
+};
 const FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif';
 
 function wrap(text, width = MAX_LINE_CHARS) {
@@ -44,7 +50,8 @@ export function modelLine(model) {
 }
 
 // spec: { title, lines: [string], columns, panels: [{ title, labels, values, selected, uniform,
-//   scaleMax }], note }. Each panel is a horizontal bar chart of one row of weights.
+//   scaleMax, track }], note }. Each panel is a horizontal bar chart of one row of weights; with
+//   track, every bar lies on a faint track of the full length (the scale's top, 1 there).
 export function figureSvg(spec) {
   const columns = Math.max(1, Math.min(spec.columns ?? 1, spec.panels.length));
   const header = [...wrap(spec.title ?? ''), ...spec.lines.flatMap((l) => wrap(l))];
@@ -85,6 +92,9 @@ export function figureSvg(spec) {
       g.append(text(x0 + labelWidth, y + rowHeight - 5, clip(panel.labels[j], labelChars), {
         'text-anchor': 'end', 'font-size': compact ? 11 : 13, 'font-weight': selected ? 700 : 400,
       }));
+      if (panel.track) {
+        g.append(svg('rect', { class: 'track', x: trackX, y: y + 2, height: rowHeight - 4, width: trackWidth, rx: 2, fill: COLOURS.track }));
+      }
       g.append(svg('rect', {
         class: 'bar', 'data-value': String(value),
         x: trackX, y: y + 2, height: rowHeight - 4,

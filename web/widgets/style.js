@@ -14,6 +14,7 @@ export const THEME_PROPERTIES = Object.freeze([
   { name: '--attn-line', light: '#d5d5dc', dark: '#3b3b46', use: 'borders and rules' },
   { name: '--attn-bar', light: '#2b5cad', dark: '#7fa6f5', use: 'attention bars, the selection, primary buttons' },
   { name: '--attn-bar-soft', light: '#9db6e0', dark: '#3b5587', use: 'secondary bars (the other side of a comparison)' },
+  { name: '--attn-track', light: '#e8e8ee', dark: '#2a2a33', use: 'the faint track behind a bar, its full length the weight 1' },
   { name: '--attn-uniform', light: '#b3540a', dark: '#ffa552', use: 'the dashed uniform line 1/n' },
   { name: '--attn-focus', light: '#1a66d6', dark: '#8ab4ff', use: 'the keyboard focus ring' },
   { name: '--attn-error', light: '#b3261e', dark: '#ffb4ab', use: 'error text and notes about attributes' },
@@ -160,6 +161,13 @@ table.bars .bar {
   position: absolute; left: 0; top: 0.2em; bottom: 0.2em; width: 0; min-width: 1px; background: var(--attn-bar);
   border-radius: 0 3px 3px 0;
 }
+/* On a scale from 0 to 1 (table.bars.tracked) every bar lies on a faint track of the full
+   length, the weight 1: a row's budget, which its bars share. Drawn by the cell itself (no
+   element per row), under the bar. */
+table.bars.tracked td.track::before {
+  content: ""; position: absolute; left: 0; right: 0; top: 0.2em; bottom: 0.2em;
+  background: var(--attn-track); border-radius: 3px;
+}
 .rows-frame { position: relative; max-width: 40em; --label: 7.5em; --value: 4.2em; }
 .rows-frame:has(> table.compact) { --label: 5.5em; }
 .uniform-line {
@@ -175,6 +183,17 @@ table.bars.compact td.value > span { height: 1.25em; line-height: 1.25em; }
 .legend { display: flex; flex-wrap: wrap; gap: 0.2em 1em; font-size: 0.82em; color: var(--attn-muted); margin-top: 0.3em; }
 .legend .swatch-line { display: inline-block; width: 1.4em; border-top: 2px dashed var(--attn-uniform); vertical-align: middle; margin-right: 0.3em; }
 .legend .swatch-bar { display: inline-block; width: 1.4em; height: 0.7em; background: var(--attn-bar); vertical-align: middle; margin-right: 0.3em; border-radius: 2px; }
+.legend .swatch-track { display: inline-block; width: 2.8em; height: 0.7em; background: linear-gradient(to right, var(--attn-bar) 40%, var(--attn-track) 40%); vertical-align: middle; margin-right: 0.3em; border-radius: 2px; }
+/* A line that reads out the cell under the pointer, the last one tapped, or the one the
+   keyboard is on (Figures 1 and 5): two lines high (a long token wraps, the number stays in
+   view), so that the figure keeps its size while it changes. */
+.readout {
+  margin: 0.4em 0 0; font-size: 0.86em; min-height: 2.9em; line-height: 1.45; color: var(--attn-fg);
+  overflow-wrap: anywhere;
+}
+.readout b { font-weight: 650; }
+.readout.echo { margin: -0.6em 0 0; }
+.readout .hint { color: var(--attn-muted); }
 .facts { display: flex; flex-wrap: wrap; gap: 0.2em 1.2em; margin-top: 0.5em; font-size: 0.92em; }
 .facts b { font-weight: 650; }
 /* No transition on the bars: an animated transform makes each bar a compositor layer, and a

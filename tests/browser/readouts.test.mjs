@@ -1,0 +1,292 @@
+// What the article's small pictures say beside their shapes: Figure 1's bars lie on tracks of
+// the full length (the weight 1), in the page and in the exported SVG, and in the theme's
+// colour; Figure 1's heatmaps and Figure 5's panels read out the weight under the pointer, the
+// one tapped (a phone has no hover) and the one the keyboard is on, in a line that is there
+// without hover, with the numbers the engine gives for that cell; the enlarged heatmap and
+// Figure 5's panels carry their tokens; and at 360 px nothing is wider than the screen. Needs
+// the assembled site (node scripts/site/build_site.mjs).
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { startSite } from './harness.mjs';
+import { THEME_PROPERTIES } from '../../web/widgets/style.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const web = join(root, 'web');
+const artifacts = join(root, 'test-artifacts');
+const LOAD_TIMEOUT_MS = 60000;
+
+let site;
+
+before(async () => {
+  mkdirSync(artifacts, { recursive: true });
+  site = await startSite(web);
+});
+
+after(() => site?.close());
+
+async function openLive(options = {}) {
+  const context = await site.browser.newContext({ viewport: { width: 1280, height: 900 }, ...options });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  await page.goto(site.baseUrl);
+  await page.locator('#open').waitFor({ state: 'visible', timeout: LOAD_TIMEOUT_MS });
+  await page.click('#open');
+  await page.locator('#instrument .status[data-mode="live"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
+  await scrolled(page);
+  return { context, page, errors };
+}
+
+// Resolves once the page has stopped scrolling (the open button scrolls to the instrument
+// smoothly): the scroll position unchanged over a few frames.
+async function scrolled(page) {
+  await page.waitForFunction(() => new Promise((resolve) => {
+    const y = scrollY;
+    let frames = 0;
+    const step = () => (++frames < 5 ? requestAnimationFrame(step) : resolve(scrollY === y));
+    requestAnimationFrame(step);
+  }), null, { polling: 100 });
+}
+
+// The instrument's selection, from its chart.
+const shownRow = (page) => page.locator('#instrument table.bars').evaluate((t) => ({
+  sentence: t.dataset.sentence, layer: Number(t.dataset.layer), head: Number(t.dataset.head), token: Number(t.dataset.token),
+}));
+
+// The engine's own analysis of the sentence, asked directly in the page: one weight, the
+// tokens, the head's label.
+async function engineCell(page, { sentence, layer, head, row, column }) {
+  return page.evaluate(async (a) => {
+    const { getEngine } = await import('/engine/engine.js');
+    const { attentionRow, headLabel } = await import('/engine/result.js');
+    const result = await (await getEngine()).analyze(a.sentence);
+    const weights = attentionRow(result, a.layer, a.head, a.row);
+    let argmax = 0;
+    for (let j = 1; j < weights.length; ++j) if (weights[j] > weights[argmax]) argmax = j;
+    const column = a.column ?? argmax;
+    return {
+      value: String(weights[column]), column, tokens: result.tokens.map((t) => t.text), n: result.n,
+      label: headLabel(result, a.layer, a.head) ?? '',
+    };
+  }, { sentence, layer, head, row, column });
+}
+
+const readoutOf = (page, host) => page.locator(`${host} p.readout:not(.echo)`).evaluate((el) => ({ ...el.dataset, text: el.textContent, visible: el.getBoundingClientRect().height > 0 }));
+
+// The readout says what the engine says for (layer, head, row, column): its numbers, its tokens.
+function assertReading(reading, expected, cell, where) {
+  assert.equal(Number(reading.layer), cell.layer, `${where}: layer`);
+  assert.equal(Number(reading.head), cell.head, `${where}: head`);
+  assert.equal(Number(reading.row), cell.row, `${where}: row`);
+  assert.equal(Number(reading.column), expected.column, `${where}: column`);
+  assert.equal(reading.value, expected.value, `${where}: the readout's weight is not the engine's`);
+  const head = `L${cell.layer + 1} H${cell.head + 1}`;
+  const words = `\u201c${expected.tokens[cell.row]}\u201d \u2192 \u201c${expected.tokens[expected.column]}\u201d ${Number(expected.value).toFixed(3)}`;
+  assert.ok(reading.text.startsWith(`${head}${expected.label ? ` ${expected.label}` : ''} \u00b7 ${words}`), `${where}: the readout says \u201c${reading.text}\u201d, not \u201c${head} \u2026 ${words}\u201d`);
+}
+
+// The client point at the middle of cell (row, column) of an n x n picture in box.
+const cellPoint = (box, n, row, column) => ({ x: box.x + ((column + 0.5) * box.width) / n, y: box.y + ((row + 0.5) * box.height) / n });
+
+describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, () => {
+  test('Figure 1: every bar lies on a track of the full length, in the theme\u2019s colour and in the exported SVG', async () => {
+    const { context, page, errors } = await openLive();
+    const bars = await page.locator('#instrument table.bars tbody tr:not([hidden])').evaluateAll((rows) => rows.map((tr) => {
+      const cell = tr.querySelector('td.track');
+      const before = getComputedStyle(cell, '::before');
+      return {
+        value: Number(tr.dataset.value), cell: cell.getBoundingClientRect().width, track: parseFloat(before.width),
+        colour: before.backgroundColor, content: before.content, bar: tr.querySelector('.bar').getBoundingClientRect().width,
+      };
+    }));
+    assert.ok(bars.length > 3);
+    const rgb = (hex) => `rgb(${[1, 3, 5].map((k) => parseInt(hex.slice(k, k + 2), 16)).join(', ')})`;
+    const track = THEME_PROPERTIES.find((p) => p.name === '--attn-track');
+    for (const b of bars) {
+      assert.notEqual(b.content, 'none', 'a bar has no track');
+      assert.ok(Math.abs(b.track - b.cell) < 1, `a track is ${b.track} px in a cell of ${b.cell} px`);
+      assert.equal(b.colour, rgb(track.light));
+      // On the scale from 0 to 1: a bar is its weight's share of the track (at least 1 px).
+      assert.ok(Math.abs(b.bar - Math.max(1, b.value * b.track)) < 1.5, `a bar of ${b.value} is ${b.bar} px on a track of ${b.track} px`);
+    }
+    // The dark theme's track.
+    await page.locator('#instrument').evaluate((el) => el.setAttribute('theme', 'dark'));
+    const dark = await page.locator('#instrument table.bars td.track').first().evaluate((cell) => getComputedStyle(cell, '::before').backgroundColor);
+    assert.equal(dark, rgb(track.dark));
+    // The exported picture draws the tracks too, one per bar, as wide as the longest bar can be.
+    const svg = await page.locator('#instrument').evaluate((el) => {
+      const doc = new DOMParser().parseFromString(el.toSVG(), 'image/svg+xml');
+      const tracks = [...doc.querySelectorAll('rect.track')];
+      const bars = [...doc.querySelectorAll('rect.bar')];
+      return { tracks: tracks.length, bars: bars.length, widths: new Set(tracks.map((t) => t.getAttribute('width'))).size, fill: tracks[0]?.getAttribute('fill'), barOfOne: (() => {
+        const top = bars.reduce((a, b) => (Number(b.dataset.value) > Number(a.dataset.value) ? b : a));
+        return Number(top.getAttribute('width')) / Number(top.dataset.value) / Number(tracks[0]?.getAttribute('width'));
+      })() };
+    });
+    assert.equal(svg.tracks, svg.bars);
+    assert.equal(svg.widths, 1, 'the tracks are not all one length');
+    assert.equal(svg.fill, track.light);
+    assert.ok(Math.abs(svg.barOfOne - 1) < 1e-6, 'in the SVG a weight of 1 would not fill the track');
+    const headsSvg = await page.locator('attention-heads').evaluate((el) => el.toSVG());
+    assert.match(headsSvg, /class="track"/, 'Figure 5\u2019s exported picture has no tracks');
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('Figure 1: the heatmaps\u2019 readout follows a tap, the pointer and the keyboard, with the engine\u2019s numbers', async () => {
+    const { context, page, errors } = await openLive({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true });
+    const shown = await shownRow(page);
+    // Without hover, the line reads the selection: the selected head's largest weight in the row.
+    let reading = await readoutOf(page, '#instrument');
+    assert.ok(reading.visible, 'no readout on a phone');
+    assert.equal(reading.source, 'selection');
+    assertReading(reading, await engineCell(page, { ...shown, row: shown.token, column: null }), { ...shown, row: shown.token }, 'the selection');
+
+    // A tap on a cell of another head's heatmap: that head is chosen, and the line reads the cell.
+    const target = { layer: (shown.layer + 1) % 4, head: (shown.head + 3) % 4 };
+    const canvas = page.locator(`#instrument button.cell[data-layer="${target.layer}"][data-head="${target.head}"] canvas`);
+    await canvas.scrollIntoViewIfNeeded();
+    await scrolled(page);
+    const { n } = await engineCell(page, { ...shown, row: 0, column: 0 });
+    const cell = { ...target, row: 2, column: n - 3 };
+    const point = cellPoint(await canvas.boundingBox(), n, cell.row, cell.column);
+    await page.touchscreen.tap(point.x, point.y);
+    await page.waitForFunction((t) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.layer === String(t.layer)
+      && document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.head === String(t.head), target);
+    reading = await readoutOf(page, '#instrument');
+    assert.equal(reading.source, 'tap');
+    assertReading(reading, await engineCell(page, { sentence: shown.sentence, ...cell }), cell, 'a tapped cell');
+    // It stays after the tap (no hover to lose on a touch screen).
+    await page.waitForTimeout(300);
+    assert.equal((await readoutOf(page, '#instrument')).value, reading.value);
+
+    // The enlarged heatmap: the tokens along both sides, and a tap reads its cell.
+    const labels = await page.locator('#instrument .zoom .rows span').allTextContents();
+    assert.deepEqual(labels, (await engineCell(page, { ...shown, row: 0, column: 0 })).tokens);
+    assert.deepEqual(await page.locator('#instrument .zoom .cols span').allTextContents(), labels);
+    const map = page.locator('#instrument .zoom .map canvas');
+    await map.scrollIntoViewIfNeeded();
+    await scrolled(page);
+    const zoomCell = { ...target, row: n - 2, column: 1 };
+    const zoomPoint = cellPoint(await map.boundingBox(), n, zoomCell.row, zoomCell.column);
+    await page.touchscreen.tap(zoomPoint.x, zoomPoint.y);
+    await page.waitForFunction(() => document.getElementById('instrument').shadowRoot.querySelector('p.readout').dataset.row !== '2');
+    // On a phone the enlarged heatmap sits far below the line: the line is repeated under it.
+    const echo = page.locator('#instrument p.readout.echo');
+    assert.ok(await echo.isVisible(), 'no readout near the enlarged heatmap on a phone');
+    assert.equal(await echo.textContent(), (await readoutOf(page, '#instrument')).text);
+    assertReading(await readoutOf(page, '#instrument'), await engineCell(page, { sentence: shown.sentence, ...zoomCell }), zoomCell, 'a tapped cell of the enlarged heatmap');
+    assert.equal(await page.locator('#instrument .zoom .rows span.on').textContent(), labels[zoomCell.row]);
+    await page.locator('#instrument').screenshot({ path: join(artifacts, 'readout-instrument-phone.png') });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('Figure 1 with a mouse and a keyboard: hover reads, leaving restores the selection, arrow keys read', async () => {
+    const { context, page, errors } = await openLive();
+    const shown = await shownRow(page);
+    const { n } = await engineCell(page, { ...shown, row: 0, column: 0 });
+    const target = { layer: 2, head: 1 };
+    const canvas = page.locator(`#instrument button.cell[data-layer="${target.layer}"][data-head="${target.head}"] canvas`);
+    const cell = { ...target, row: n - 1, column: 0 };
+    // Chrome moves the hover once a scroll ends (a synthetic mouse move where the mouse was, here
+    // the open button's place): the mouse goes out of the way first, and that move is let pass.
+    await page.mouse.move(5, 5);
+    await page.waitForTimeout(300);
+    const point = cellPoint(await canvas.boundingBox(), n, cell.row, cell.column);
+    await page.mouse.move(point.x, point.y, { steps: 2 });
+    let reading = await readoutOf(page, '#instrument');
+    assert.equal(reading.source, 'pointer');
+    assertReading(reading, await engineCell(page, { sentence: shown.sentence, ...cell }), cell, 'the cell under the mouse');
+    await page.mouse.move(5, 5);
+    reading = await readoutOf(page, '#instrument');
+    assert.equal(reading.source, 'selection', 'the hover\u2019s reading stayed after the mouse left');
+    assert.deepEqual([Number(reading.layer), Number(reading.head)], [shown.layer, shown.head]);
+
+    // The keyboard on the enlarged heatmap: arrow keys move from cell to cell.
+    await page.locator('#instrument .zoom .map').focus();
+    await page.keyboard.press('ArrowRight');
+    reading = await readoutOf(page, '#instrument');
+    assert.equal(reading.source, 'keyboard');
+    const start = await engineCell(page, { ...shown, row: shown.token, column: null });
+    const next = { ...shown, row: shown.token, column: Math.min(n - 1, start.column + 1) };
+    assertReading(reading, await engineCell(page, { sentence: shown.sentence, ...next }), next, 'an arrow key on the enlarged heatmap');
+    await page.keyboard.press('ArrowDown');
+    const below = { ...next, row: Math.min(n - 1, next.row + 1) };
+    assertReading(await readoutOf(page, '#instrument'), await engineCell(page, { sentence: shown.sentence, ...below }), below, 'down one row');
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('Figure 5: every panel carries its tokens, and a tap on a column reads its weight', async () => {
+    const { context, page, errors } = await openLive({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true });
+    const shown = await shownRow(page);
+    const { tokens } = await engineCell(page, { ...shown, row: 0, column: 0 });
+    const figure = page.locator('attention-heads');
+    await figure.scrollIntoViewIfNeeded();
+    const panels = page.locator('attention-heads button.multiple');
+    assert.equal(await panels.count(), 16);
+    for (let k = 0; k < 16; ++k) {
+      const labels = panels.nth(k).locator('.axis span');
+      assert.deepEqual(await labels.allTextContents(), tokens, `panel ${k} has other labels`);
+    }
+    // Visible, and each under its own column.
+    const geometry = await panels.nth(5).evaluate((button) => {
+      const chart = button.querySelector('svg').getBoundingClientRect();
+      return { chart: [chart.left, chart.width], labels: [...button.querySelectorAll('.axis span')].map((s) => { const r = s.getBoundingClientRect(); return [r.left + r.width / 2, r.width, r.height]; }) };
+    });
+    geometry.labels.forEach(([centre, width, height], c) => {
+      const expected = geometry.chart[0] + ((c + 0.5) * geometry.chart[1]) / tokens.length;
+      assert.ok(Math.abs(centre - expected) < geometry.chart[1] / tokens.length / 2, `label ${c} is not under its column`);
+      assert.ok(width > 0 && height > 0, `label ${c} is not drawn`);
+    });
+    let reading = await readoutOf(page, 'attention-heads');
+    assert.ok(reading.visible);
+    assert.equal(reading.source, 'selection');
+    assertReading(reading, await engineCell(page, { ...shown, row: shown.token, column: null }), { ...shown, row: shown.token }, 'Figure 5 without a tap');
+    // Tap the column of token 3 in layer 1, head 2.
+    const panel = page.locator('attention-heads button.multiple[data-layer="0"][data-head="1"]');
+    await panel.scrollIntoViewIfNeeded();
+    await scrolled(page);
+    const box = await panel.locator('svg').boundingBox();
+    const column = 3;
+    await page.touchscreen.tap(box.x + ((column + 0.5) * box.width) / tokens.length, box.y + box.height / 2);
+    await page.waitForFunction(() => document.querySelector('attention-heads').shadowRoot.querySelector('p.readout').dataset.source === 'tap');
+    reading = await readoutOf(page, 'attention-heads');
+    const cell = { layer: 0, head: 1, row: shown.token, column };
+    assertReading(reading, await engineCell(page, { sentence: shown.sentence, ...cell }), cell, 'a tapped column of Figure 5');
+    assert.equal(await page.locator('attention-heads button.multiple[aria-pressed="true"]').getAttribute('data-head'), '1', 'the tap did not choose the head');
+    // The line is on screen where the tap was, although the grid is taller than the phone.
+    const place = await page.locator('attention-heads p.readout').evaluate((el) => [el.getBoundingClientRect().top, el.getBoundingClientRect().bottom, innerHeight]);
+    assert.ok(place[0] >= 0 && place[1] <= place[2] + 0.5, `Figure 5's readout is off screen (${place[0]} to ${place[1]} of ${place[2]})`);
+    await figure.screenshot({ path: join(artifacts, 'readout-heads-phone.png') });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('at 360 px, with every figure drawn, nothing is wider than the screen', async () => {
+    const { context, page, errors } = await openLive({ viewport: { width: 360, height: 740 }, hasTouch: true, isMobile: true });
+    for (const figure of await page.locator('[data-figure], [data-figure-static]').all()) {
+      await figure.scrollIntoViewIfNeeded();
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+    }
+    const widths = await page.evaluate(() => ({
+      scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth,
+      figures: [...document.querySelectorAll('[data-figure], [data-figure-static]')].map((el) => {
+        const body = el.shadowRoot.querySelector('.body');
+        return { name: el.localName, right: el.getBoundingClientRect().right, overflow: body.scrollWidth - body.clientWidth };
+      }),
+    }));
+    assert.ok(widths.scroll <= widths.client, `the page is ${widths.scroll} px wide on a ${widths.client} px screen`);
+    for (const f of widths.figures) {
+      assert.ok(f.right <= widths.client, `${f.name} reaches ${f.right} px`);
+      assert.ok(f.overflow <= 0, `${f.name}'s body overflows by ${f.overflow} px`);
+    }
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+});
