@@ -220,12 +220,14 @@ function facts(view) {
   const model = view.model;
   if (model) {
     f.modelName = model.name;
-    f.modelNote = model.note;
+    // With its comma and full stop: the line's text is then all in its two facts, and no piece
+    // of it moves to another place when they arrive (a layout shift).
+    f.modelNote = model.note ? `, ${model.note}.` : '.';
     // The colophon states the weights' terms as the model's own file gives them.
     f.modelLicense = model.license ? `its file offers the weights under ${model.license}` : 'its file states no licence for the weights';
   } else if (view.mode === 'error') {
     f.modelName = 'not loaded';
-    f.modelNote = 'see the message below';
+    f.modelNote = ', see the message below.';
   }
   Object.assign(f, precisionFacts(page.manifest));
   f.selectionRule = SELECTION_RULE;
