@@ -13,9 +13,9 @@ import { barLegend, FULL_SCALE, RowChart, selectedRowPanels, specialShare } from
 import { TokenChips } from './controls.js';
 import { CellReadout, partAt } from './readout.js';
 import { PRESETS } from '../state.js';
+import { MAX_TEXT_CHARS } from '../engine/engine.js';
 
 const INPUT_DELAY_MS = 300;
-const MAX_INPUT = 1000;
 // Above this many tokens the enlarged heatmap's rows are too thin for their labels; the readout
 // names the tokens instead.
 const MAX_LABELLED = 32;
@@ -123,7 +123,7 @@ class AttentionInstrument extends AttentionFigure {
   frame(view) {
     if (this._frame) return;
     const input = h('input', {
-      type: 'text', id: 'sentence', name: 'sentence', maxlength: MAX_INPUT, autocomplete: 'off', spellcheck: 'false',
+      type: 'text', id: 'sentence', name: 'sentence', autocomplete: 'off', spellcheck: 'false',
       value: view.sentence ?? view.result.text,
       on: { input: () => this.onTyping() },
     });
@@ -461,6 +461,12 @@ class AttentionInstrument extends AttentionFigure {
 
   onTyping() {
     clearTimeout(this._timer);
+    // A paste longer than the engine takes is refused at once (no analysis, no history entry,
+    // nothing cut silently: the box keeps what was pasted, and the figures the last sentence).
+    if (this.input.value.length > MAX_TEXT_CHARS) {
+      this.commitSentence();
+      return;
+    }
     this._timer = setTimeout(() => this.commitSentence(true), INPUT_DELAY_MS);
   }
 
@@ -471,6 +477,10 @@ class AttentionInstrument extends AttentionFigure {
     // An empty sentence is only [CLS] and [SEP]: say what to type and keep the figures.
     if (!sentence.trim()) {
       if (!transient) setText(this.inputError, 'Type a sentence first: an empty one has no words, only [CLS] and [SEP]. The figures still show the last sentence.');
+      return;
+    }
+    if (sentence.length > MAX_TEXT_CHARS) {
+      setText(this.inputError, `This text is ${sentence.length.toLocaleString('en-US')} characters long; the instrument takes at most ${MAX_TEXT_CHARS.toLocaleString('en-US')}, far more than the model reads (a text over its token limit is cut, and the figure says where). Shorten it to analyse it; the figures still show the last sentence.`);
       return;
     }
     // A sentence already asked for (its analysis still running) is not asked for again, unless
