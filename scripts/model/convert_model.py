@@ -348,14 +348,20 @@ def to_hf(args):
     print(f"wrote {args.out_dir} ({weights}): {model.name}")
 
 
-def write_requantized(model, out, plan_text, source):
+def write_requantized(model, out, plan_text, source, drop_pooler=False):
     """Writes `model` (a modelfile.Model, normally read from an f32 file) with the precision plan
-    plan_text, recording the plan and the source file in the provenance. Returns the bytes."""
+    plan_text, recording the plan and the source file in the provenance. drop_pooler leaves the
+    pooler out (BertForMaskedLM has none; nothing the engine computes reads it). Returns the
+    bytes."""
     record = json.loads(model.provenance)
     record["requantized"] = {"from": os.path.basename(source), "from_sha256": sha256_file(source),
                              "precision": plan_text}
+    tensors = model.tensors
+    if drop_pooler and model.has_pooler:
+        tensors = {k: v for k, v in tensors.items() if not k.startswith("pooler.")}
+        record["requantized"]["dropped"] = "pooler"
     compact = modelfile.Model(model.config, model.name, json.dumps(record, sort_keys=True),
-                              model.vocab, model.tensors)
+                              model.vocab, tensors)
     return modelfile.write(out, compact, modelfile.parse_plan(plan_text))
 
 
@@ -365,7 +371,8 @@ def requantize(args):
     if lossy:
         print(f"warning: {args.model_file} already holds {'+'.join(lossy)} tensors; requantizing "
               f"compounds their error (start from the f32 file)", file=sys.stderr)
-    data = write_requantized(model, args.out, args.precision, args.model_file)
+    data = write_requantized(model, args.out, args.precision, args.model_file,
+                             drop_pooler=args.drop_pooler)
     print(f"wrote {args.out} ({len(data):,} bytes): {model.name}, precision {args.precision}")
 
 
@@ -395,6 +402,8 @@ def main(argv=None):
     p.add_argument("out")
     p.add_argument("--precision", required=True, help="precision plan, e.g. "
                    "'*LayerNorm*=f32,*.weight=rans:row:1023,*=f32' or @FILE")
+    p.add_argument("--drop-pooler", action="store_true",
+                   help="leave the pooler out (BertForMaskedLM has none; the engine never reads it)")
     p.set_defaults(run=requantize)
     args = parser.parse_args(argv)
     if getattr(args, "precision", None) and args.precision.startswith("@"):

@@ -4,6 +4,7 @@ original on a fixed set of held-out sentences, with the C++ engine (attention-cl
     python3 -m scripts.training.precision_study sentences [--count 240] [--offset 0] [--out FILE]
     python3 -m scripts.training.precision_study run REFERENCE.attn [--plans NAME,...]
                                                     [--ship OUT.attn] [--keep DIR]
+    python3 -m scripts.training.precision_study tensors REFERENCE.attn [--ship OUT.attn]
 
 `sentences` picks the fixed set from corpus/heldout.txt: lines of 5 to 60 tokens ([CLS] and
 [SEP] included), evenly spaced through the file. `run` writes every candidate plan's file,
@@ -12,6 +13,16 @@ absolute difference over every layer, head and row; share of rows whose argmax m
 max difference; masked-LM top-1 agreement at masked positions. --ship copies the smallest file
 whose attention max difference meets the bar (1e-3, docs/ARCHITECTURE.md "Fidelity bars") to OUT
 (the f32 reference itself and rows that only illustrate a point excepted); --keep keeps all files.
+
+`tensors` spends the core file's bytes (everything the page loads before a sentence: all but the
+word-embedding rows, which the split layout fetches per sentence) tensor by tensor. It measures
+each matrix that some attention probability depends on alone at every level of LADDER (the rest
+f32), orders the one-step reductions by bytes saved per unit of added attention error (a greedy
+walk over that profile, errors summed as a pessimistic estimate), and then measures the real
+plans along that path on both sentence sets, keeping the smallest that meets the bar on both.
+Fixed parts: word embeddings at the shipped 16383 levels, the attention-free tail at 127, the
+masked-LM bias entropy-coded as one group at BIAS_LEVELS, the pooler left out (BertForMaskedLM
+has none, and no figure reads it), LayerNorm and the other biases f32.
 """
 
 import argparse
@@ -22,7 +33,9 @@ import subprocess
 import sys
 import tempfile
 
-from scripts.model import convert_model, modelfile
+import numpy as np
+
+from scripts.model import convert_model, modelfile, split_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLI = os.environ.get("ATTN_CLI", os.path.join(ROOT, "build", "native", "attention-cli"))
@@ -54,6 +67,163 @@ def layer_plan(config, word, layers, tail, position=None):
         f"embeddings.word_embeddings.weight=rans:row:{word}",
         f"embeddings.position_embeddings.weight=rans:row:{position or word}",
         "encoder.*.weight=rans:row:" + str(layers), "*=f32"])
+
+
+# Levels the per-tensor study may give a matrix, finest first.
+LADDER = (16383, 8191, 4095, 3071, 2047, 1535, 1023, 767, 511, 383, 255, 127)
+WORD_LEVELS, TAIL_LEVELS = 16383, 127
+# The masked-LM output bias (one value per vocabulary entry) as one rans group: its step at 4095
+# levels is 6e-4 in the logits, far below what moves a prediction's rank.
+BIAS_LEVELS = 4095
+
+
+def attention_matrices(config):
+    """The matrices some attention probability depends on, in file order: the position
+    embeddings, every matrix of the layers before the last, and the last layer's query and key."""
+    names = ["embeddings.position_embeddings.weight"]
+    for layer in range(config.num_hidden_layers):
+        prefix = modelfile.layer_prefix(layer)
+        kinds = ["attention.self.query", "attention.self.key"]
+        if layer < config.num_hidden_layers - 1:
+            kinds += ["attention.self.value", "attention.output.dense", "intermediate.dense",
+                      "output.dense"]
+        names += [f"{prefix}{kind}.weight" for kind in kinds]
+    return names
+
+
+def tensor_plan(config, levels):
+    """A rans plan with these per-matrix levels ({name: levels}) and the fixed parts."""
+    last = f"encoder.layer.{config.num_hidden_layers - 1}."
+    return ",".join(
+        [f"{name}=rans:row:{level}" for name, level in levels.items()] +
+        ["*LayerNorm*=f32", f"cls.predictions.bias=rans:tensor:{BIAS_LEVELS}", "*.bias=f32",
+         f"{last}attention.self.value.weight=rans:row:{TAIL_LEVELS}",
+         f"{last}attention.output.dense.weight=rans:row:{TAIL_LEVELS}",
+         f"{last}intermediate.dense.weight=rans:row:{TAIL_LEVELS}",
+         f"{last}output.dense.weight=rans:row:{TAIL_LEVELS}",
+         f"cls.predictions.transform.dense.weight=rans:row:{TAIL_LEVELS}",
+         f"embeddings.word_embeddings.weight=rans:row:{WORD_LEVELS}", "*=f32"])
+
+
+def encoded_bytes(model, name, rule):
+    """Bytes of one tensor under one plan rule ('rans:row:511')."""
+    values = np.asarray(model.tensors[name], dtype=np.float32)
+    dtype, group, levels = modelfile._resolve(modelfile.parse_plan(f"{name}={rule}"), name,
+                                              values.shape)
+    return len(modelfile._encode(name, values.reshape(-1), dtype, group, levels))
+
+
+def greedy_path(units, ladder, error, size):
+    """States {unit: ladder index} from all-finest to all-coarsest, one step of one unit at a
+    time, each step the one that saves the most bytes per unit of estimated error added."""
+    state = {u: 0 for u in units}
+    path = [dict(state)]
+    while True:
+        best = None
+        for u in units:
+            i = state[u]
+            if i + 1 >= len(ladder):
+                continue
+            saved = size[u][i] - size[u][i + 1]
+            added = max(error[u][i + 1] - error[u][i], 1e-9)
+            if best is None or saved / added > best[0]:
+                best = (saved / added, u)
+        if best is None:
+            return path
+        state[best[1]] += 1
+        path.append(dict(state))
+
+
+def tensors(args):
+    reference = modelfile.read(args.reference)
+    config = reference.config
+    units = attention_matrices(config)
+    folder = tempfile.mkdtemp(prefix="precision_tensors_")
+    try:
+        # 1. Profile: each matrix alone at each level, the rest f32.
+        jobs = [(u, level) for u in units for level in LADDER]
+        error = {u: [0.0] * len(LADDER) for u in units}
+        for start in range(0, len(jobs), args.batch):
+            batch = jobs[start:start + args.batch]
+            paths = []
+            for k, (u, level) in enumerate(batch):
+                paths.append(os.path.join(folder, f"profile{k}.attn"))
+                convert_model.write_requantized(reference, paths[-1],
+                                                f"{u}=rans:row:{level},*=f32", args.reference)
+            for (u, level), r in zip(batch, compare(args.reference, paths, args.sentences)):
+                error[u][LADDER.index(level)] = r["attention_max_abs"]
+            print(f"profile: {min(start + args.batch, len(jobs))}/{len(jobs)}", file=sys.stderr)
+        size = {u: [encoded_bytes(reference, u, f"rans:row:{level}") for level in LADDER]
+                for u in units}
+
+        # 2. The greedy path over the profile, then the real plans along it.
+        path = greedy_path(units, LADDER, error, size)
+        measured = {}
+
+        def measure(step):
+            if step not in measured:
+                levels = {u: LADDER[i] for u, i in path[step].items()}
+                plan = tensor_plan(config, levels)
+                out = os.path.join(folder, f"step{step}.attn")
+                data = convert_model.write_requantized(reference, out, plan, args.reference,
+                                                       drop_pooler=True)
+                study = compare(args.reference, [out], args.sentences)[0]
+                validation = compare(args.reference, [out], args.validation)[0]
+                core = len(split_model.split_bytes(data)[0])
+                measured[step] = (plan, out, core, study, validation)
+                print(f"step {step}: core {core:,} bytes, attention max |diff| "
+                      f"{study['attention_max_abs']:.2e} / {validation['attention_max_abs']:.2e}",
+                      file=sys.stderr)
+            plan, out, core, study, validation = measured[step]
+            return max(study["attention_max_abs"], validation["attention_max_abs"]) <= args.bar
+
+        # The error grows along the path (not strictly: each point is a max over rows), so a
+        # bisection finds the last passing step; step 0 (every matrix at the finest level) must
+        # pass.
+        low, high = 0, len(path) - 1
+        if not measure(low):
+            raise SystemExit("even the finest per-tensor plan misses the bar")
+        while high - low > 1:
+            mid = (low + high) // 2
+            if measure(mid):
+                low = mid
+            else:
+                high = mid
+        if measure(high):
+            low = high
+        plan, out, core, study, validation = measured[low]
+        print_tensor_tables(args, units, error, size, path[low], measured, low)
+        if args.ship:
+            shutil.copyfile(out, args.ship)
+            print(f"\nshipped: {args.ship}: {os.path.getsize(out):,} bytes, core {core:,} bytes"
+                  f"\n  plan: {plan}")
+    finally:
+        shutil.rmtree(folder)
+
+
+def print_tensor_tables(args, units, error, size, chosen, measured, best):
+    command = " ".join(["python3 -m scripts.training.precision_study"] + sys.argv[1:])
+    print(f"Measured with `{command}` on {args.reference}: attention max |diff| over "
+          f"{os.path.relpath(args.sentences, ROOT)} with one matrix at the given levels and "
+          f"everything else f32.\n")
+    print("| matrix | " + " | ".join(str(level) for level in LADDER) + " | chosen | bytes |")
+    print("|---|" + "---|" * (len(LADDER) + 2))
+    for u in units:
+        cells = [f"{e:.1e}" for e in error[u]]
+        print(f"| {u} | " + " | ".join(cells) +
+              f" | {LADDER[chosen[u]]} | {size[u][chosen[u]]:,} |")
+    print("\nPlans measured along the greedy path (both sentence sets):\n")
+    print("| step | core bytes | attention max abs | validation max abs | rollout max abs "
+          "| masked-LM top-1 agreement | meets 1e-3 on both |")
+    print("|---|---|---|---|---|---|---|")
+    for step in sorted(measured):
+        _, _, core, study, validation = measured[step]
+        mlm = study["masked_lm_top1_agreement"]
+        ok = max(study["attention_max_abs"], validation["attention_max_abs"]) <= args.bar
+        print(f"| {step}{' (shipped)' if step == best else ''} | {core:,} "
+              f"| {study['attention_max_abs']:.2e} | {validation['attention_max_abs']:.2e} "
+              f"| {study['rollout_max_abs']:.2e} "
+              f"| {'-' if mlm is None else f'{100 * mlm:.1f}%'} | {'yes' if ok else 'no'} |")
 
 
 def candidate_plans(config):
@@ -236,6 +406,14 @@ def main(argv=None):
     p.add_argument("--keep", metavar="DIR", help="keep every candidate file in DIR")
     p.add_argument("--batch", type=int, default=6, help="models per attention-cli call")
     p.set_defaults(run=run)
+    p = sub.add_parser("tensors", help="per-tensor levels for the core file")
+    p.add_argument("reference", help="the f32 model file")
+    p.add_argument("--sentences", default=SENTENCES)
+    p.add_argument("--validation", default=VALIDATION)
+    p.add_argument("--bar", type=float, default=ATTENTION_BAR)
+    p.add_argument("--ship", metavar="OUT", help="copy the chosen plan's file here")
+    p.add_argument("--batch", type=int, default=6, help="models per attention-cli call")
+    p.set_defaults(run=tensors)
     args = parser.parse_args(argv)
     if not os.access(CLI, os.X_OK):
         raise SystemExit(f"{CLI} is not built; run scripts/build.sh native")
