@@ -9,11 +9,10 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { startSite } from './harness.mjs';
+import { openInstrument, shownSentence, startSite, typeSentence } from './harness.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
-const LOAD_TIMEOUT_MS = 90000;
 const MESSAGE_MS = 100;
 
 let site;
@@ -24,25 +23,12 @@ before(async () => {
 
 after(() => site?.close());
 
-const shownSentence = (page) => page.evaluate(() => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence ?? null);
 const instrumentText = (page) => page.evaluate(() => document.getElementById('instrument').shadowRoot.textContent);
-
-async function openLive(page) {
-  await page.locator('#open').waitFor({ state: 'visible', timeout: LOAD_TIMEOUT_MS });
-  await page.click('#open');
-  await page.locator('#instrument .status[data-mode="live"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
-}
-
-async function typeSentence(page, sentence) {
-  await page.locator('#instrument input#sentence').fill(sentence);
-  await page.locator('#instrument input#sentence').press('Enter');
-  await page.waitForFunction((text) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, sentence, { timeout: LOAD_TIMEOUT_MS });
-}
 
 describe('bounded work', { timeout: 300000 }, () => {
   test('a 1 MB paste gives its message within 100 ms, without a long task, and loses nothing', async () => {
     const { page, context, errors } = await site.open('');
-    await openLive(page);
+    await openInstrument(page);
     const before = 'The figures keep this sentence.';
     await typeSentence(page, before);
     const hashBefore = await page.evaluate(() => location.hash);
@@ -85,7 +71,7 @@ describe('bounded work', { timeout: 300000 }, () => {
 
   test('a text over 512 tokens is cut, and the figure says where', async () => {
     const { page, context, errors } = await site.open('');
-    await openLive(page);
+    await openInstrument(page);
     const words = Array.from({ length: 600 }, (_, i) => (i === 509 ? 'house' : 'the'));
     const text = `${words.join(' ')} unseen ending`;
     await typeSentence(page, text);
@@ -105,7 +91,7 @@ describe('bounded work', { timeout: 300000 }, () => {
 
   test('lone surrogates from JS reach the tokenizer replaced, not thrown', async () => {
     const { page, context, errors } = await site.open('');
-    await openLive(page);
+    await openInstrument(page);
     // Built in the page: a lone surrogate cannot cross the DevTools protocol (UTF-8) intact.
     const shown = await page.evaluate(async () => {
       const lone = (code) => String.fromCharCode(code);

@@ -57,3 +57,26 @@ export async function startSite(web) {
     },
   };
 }
+
+// The article's instrument, as a reader reaches it: wait for "Open the instrument", press it,
+// wait for live figures.
+export async function openInstrument(page, timeout = 90000) {
+  await page.locator('#open').waitFor({ state: 'visible', timeout });
+  await page.click('#open');
+  await page.locator('#instrument .status[data-mode="live"]').waitFor({ timeout });
+}
+
+// Figure 1's sentence on screen (its bars' data-sentence), or null.
+export const shownSentence = (page) => page.evaluate(() => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence ?? null);
+
+// Types sentence into the instrument's box and presses Enter; unless wait is false, waits until
+// Figure 1 shows it.
+export async function typeSentence(page, sentence, { wait = true, timeout = 90000 } = {}) {
+  await page.locator('#instrument input#sentence').fill(sentence);
+  await page.locator('#instrument input#sentence').press('Enter');
+  if (wait) await waitForSentence(page, sentence, timeout);
+}
+
+export function waitForSentence(page, sentence, timeout = 90000) {
+  return page.waitForFunction((text) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, sentence, { timeout });
+}

@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { ROW_SUM_TOLERANCE, startSite } from './harness.mjs';
+import { openInstrument, ROW_SUM_TOLERANCE, startSite, typeSentence } from './harness.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
@@ -24,26 +24,15 @@ before(async () => {
 
 after(() => site?.close());
 
-async function openLive(page) {
-  await page.locator('#open').waitFor({ state: 'visible', timeout: LOAD_TIMEOUT_MS });
-  await page.click('#open');
-  await page.locator('#instrument .status[data-mode="live"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
-}
-
-async function typeSentence(page, sentence) {
-  await page.locator('#instrument input#sentence').fill(sentence);
-  await page.locator('#instrument input#sentence').press('Enter');
-}
-
 describe('recovery from a trap of the engine', { timeout: 300000 }, () => {
   test('a real trap ends the worker; the next sentence runs on a fresh engine from the cache, and no figure goes blank', async () => {
     const { page, context, errors } = await site.open('');
     const network = [];
     context.on('request', (request) => network.push(request.url()));
-    await openLive(page);
+    await openInstrument(page);
     const first = 'The first sentence stays on screen.';
     await typeSentence(page, first);
-    await page.waitForFunction((text) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, first, { timeout: LOAD_TIMEOUT_MS });
+
     // Every sentence Figure 1 shows from now on, as it changes.
     await page.evaluate(() => {
       globalThis.__shown = [];
@@ -68,7 +57,7 @@ describe('recovery from a trap of the engine', { timeout: 300000 }, () => {
 
     const second = 'A fresh engine answers the next sentence.';
     await typeSentence(page, second);
-    await page.waitForFunction((text) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, second, { timeout: LOAD_TIMEOUT_MS });
+
     await page.locator('#instrument .status[data-mode="live"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
     const shown = await page.evaluate(() => globalThis.__shown);
     // In between, Figure 1 showed only the reader's sentences: never nothing, never the example.
@@ -93,10 +82,10 @@ describe('recovery from a trap of the engine', { timeout: 300000 }, () => {
 
   test('a trap during a reader\u2019s request keeps the last sentence on screen with the reason, then recovers', async () => {
     const { page, context, errors } = await site.open('');
-    await openLive(page);
+    await openInstrument(page);
     const first = 'Keep this sentence while the engine restarts.';
     await typeSentence(page, first);
-    await page.waitForFunction((text) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, first, { timeout: LOAD_TIMEOUT_MS });
+
     // The worker's next analysis traps: this worker's analyze requests become trap requests, so
     // the reader's own request is the one that meets it (a new worker after it is not patched).
     await page.evaluate(async () => {
@@ -112,7 +101,7 @@ describe('recovery from a trap of the engine', { timeout: 300000 }, () => {
         if (match && !globalThis.__said) globalThis.__said = { text: match[0], sentence: root.querySelector('table.bars')?.dataset.sentence };
       }).observe(root, { subtree: true, childList: true, characterData: true });
     });
-    await typeSentence(page, 'This request meets the trap.');
+    await typeSentence(page, 'This request meets the trap.', { wait: false });
     // The figure keeps the last sentence and says why nothing newer is drawn, or has already
     // recovered with the new sentence on a fresh engine.
     await page.waitForFunction(() => {
@@ -125,7 +114,7 @@ describe('recovery from a trap of the engine', { timeout: 300000 }, () => {
     assert.equal(said.sentence, first, 'while it said so, Figure 1 did not show the last sentence');
     const again = 'After the trap the figures answer again.';
     await typeSentence(page, again);
-    await page.waitForFunction((text) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, again, { timeout: LOAD_TIMEOUT_MS });
+
     const engineState = await page.evaluate(async () => {
       const engine = await (await import('/engine/engine.js')).getEngine();
       return { failed: engine.failed, thread: engine.thread };
