@@ -1,20 +1,29 @@
 // Minimal JSON output helpers shared by the CLI's subcommands.
 #pragma once
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/analysis.h"
 #include "core/tokenizer.h"
+#include "core/unicode.h"
 
 namespace attn::cli {
 
-// Writes s as a JSON string literal (with quotes). Input is valid UTF-8 from the core.
+// Writes s as a JSON string literal (with quotes). Text from the core is valid UTF-8, but a path
+// from the command line need not be; each maximal ill-formed subpart becomes one U+FFFD, as the
+// tokenizer reads such text (unicode::DecodeUtf8), so that the output is always valid JSON and
+// valid UTF-8 input reads back unchanged.
 inline void WriteJsonString(FILE* out, std::string_view s) {
+  std::vector<char32_t> code_points;
+  unicode::DecodeUtf8(s, &code_points);
+  std::string utf8;
   std::fputc('"', out);
-  for (unsigned char c : s) {
+  for (char32_t c : code_points) {
     switch (c) {
       case '"': std::fputs("\\\"", out); break;
       case '\\': std::fputs("\\\\", out); break;
@@ -22,15 +31,33 @@ inline void WriteJsonString(FILE* out, std::string_view s) {
       case '\r': std::fputs("\\r", out); break;
       case '\t': std::fputs("\\t", out); break;
       default:
-        if (c < 0x20) std::fprintf(out, "\\u%04x", c);
-        else std::fputc(c, out);
+        if (c < 0x20) {
+          std::fprintf(out, "\\u%04x", static_cast<unsigned>(c));
+        } else if (c < 0x80) {
+          std::fputc(static_cast<int>(c), out);
+        } else {
+          utf8.clear();
+          unicode::AppendUtf8(c, &utf8);
+          std::fwrite(utf8.data(), 1, utf8.size(), out);
+        }
     }
   }
   std::fputc('"', out);
 }
 
-// Floats with enough digits to round-trip a float32 exactly.
-inline void WriteJsonFloat(FILE* out, float v) { std::fprintf(out, "%.9g", static_cast<double>(v)); }
+// Floats with enough digits to round-trip a float32 exactly. JSON has no NaN or infinity (printf
+// would write "nan", which no parser reads), so those become null, as JSON.stringify writes them;
+// a model whose weights overflow can produce them.
+inline void WriteJsonFloat(FILE* out, float v) {
+  if (std::isfinite(v)) std::fprintf(out, "%.9g", static_cast<double>(v));
+  else std::fputs("null", out);
+}
+
+// A statistic with six significant digits, or null where it is not finite.
+inline void WriteJsonStatistic(FILE* out, double v) {
+  if (std::isfinite(v)) std::fprintf(out, "%.6g", v);
+  else std::fputs("null", out);
+}
 
 // The "tokens" array of the result schema (docs/ARCHITECTURE.md):
 // [{"id","text","start","end","word"}, ...].
@@ -55,13 +82,22 @@ inline void WriteJsonHeadProfiles(FILE* out, const std::vector<HeadProfile>& pro
                  static_cast<int>(k / static_cast<size_t>(heads)),
                  static_cast<int>(k % static_cast<size_t>(heads)));
     WriteJsonString(out, HeadLabelName(p.Label()));
-    std::fprintf(out,
-                 ",\"previous_token\":%.6g,\"next_token\":%.6g,\"cls\":%.6g,\"sep\":%.6g,"
-                 "\"self\":%.6g,\"punctuation\":%.6g,\"mean_entropy\":%.6g,"
-                 "\"mean_normalized_entropy\":%.6g,\"mean_ratio_to_uniform\":%.6g}",
-                 p.Fraction(p.previous_token), p.Fraction(p.next_token), p.Fraction(p.cls),
-                 p.Fraction(p.sep), p.Fraction(p.self), p.Fraction(p.punctuation), p.mean_entropy(),
-                 p.mean_normalized_entropy(), p.mean_ratio_to_uniform());
+    const std::pair<const char*, double> fields[] = {
+        {"previous_token", p.Fraction(p.previous_token)},
+        {"next_token", p.Fraction(p.next_token)},
+        {"cls", p.Fraction(p.cls)},
+        {"sep", p.Fraction(p.sep)},
+        {"self", p.Fraction(p.self)},
+        {"punctuation", p.Fraction(p.punctuation)},
+        {"mean_entropy", p.mean_entropy()},
+        {"mean_normalized_entropy", p.mean_normalized_entropy()},
+        {"mean_ratio_to_uniform", p.mean_ratio_to_uniform()},
+    };
+    for (const auto& [name, value] : fields) {
+      std::fprintf(out, ",\"%s\":", name);
+      WriteJsonStatistic(out, value);
+    }
+    std::fputc('}', out);
   }
   std::fputc(']', out);
 }
