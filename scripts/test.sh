@@ -55,4 +55,4 @@ cmake --build --preset wasm-asan -j "$JOBS" --target loader_tests
 node --no-experimental-fetch build/wasm-asan/loader_tests.cjs
 
 echo "== fuzzing (libFuzzer with ASan + UBSan)"
-tests/fuzz/run.sh 30
+tests/fuzz/run.sh 60

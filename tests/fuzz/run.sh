@@ -1,22 +1,29 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (CMake preset fuzz: clang, ASan + UBSan) and runs each for
-# SECONDS (default 30), growing a corpus under build/fuzz/corpus/. Any crash, sanitizer report,
-# leak or broken promise fails the run; libFuzzer writes the input to build/fuzz/ as crash-*.
-# Usage: tests/fuzz/run.sh [SECONDS]     (scripts/test.sh runs it for 30 s per target)
+# SECONDS (default 30), growing a working corpus under build/fuzz/corpus/<target> from the
+# committed seeds in tests/fuzz/corpus/<target> (written by tests/fuzz/make_seeds.py; see
+# tests/fuzz/README.md). libFuzzer adds new inputs only to the first corpus folder it is given,
+# so the working one goes first and the repository is never written. Any crash, sanitizer
+# report, leak or broken promise fails the run; libFuzzer writes the input to build/fuzz/ as
+# crash-*.
+# Usage: tests/fuzz/run.sh [SECONDS]     (scripts/test.sh runs it for 60 s per target)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/env.sh"
 cd "$ROOT"
 seconds="${1:-30}"
+targets=(model_file tokenizer rans json)
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j "$JOBS" --target model_file_fuzz tokenizer_fuzz
+cmake --build --preset fuzz -j "$JOBS" --target "${targets[@]/%/_fuzz}"
 # max_len: a structure-aware model input needs a few hundred bytes to choose a config and
-# weights; text beyond 2 KB adds nothing the tokenizer has not seen.
-declare -A max_len=([model_file]=4096 [tokenizer]=2048)
-for target in model_file tokenizer; do
+# weights, and a rans input a byte or two per value it sets (up to three lanes); text beyond
+# 2 KB adds nothing the tokenizer has not seen, nor beyond 1 KB anything the JSON writer has.
+declare -A max_len=([model_file]=4096 [tokenizer]=2048 [rans]=4096 [json]=1024)
+for target in "${targets[@]}"; do
   corpus="build/fuzz/corpus/$target"
   mkdir -p "$corpus"
   echo "fuzz: $target for ${seconds} s"
   (cd build/fuzz && "./${target}_fuzz" -max_total_time="$seconds" -rss_limit_mb=4096 \
-      -max_len="${max_len[$target]}" -print_final_stats=1 "../../$corpus" 2>&1 | tail -n 12)
+      -max_len="${max_len[$target]}" -print_final_stats=1 \
+      "../../$corpus" "../../tests/fuzz/corpus/$target" 2>&1 | tail -n 12)
   test "${PIPESTATUS[0]}" -eq 0
 done
