@@ -26,6 +26,7 @@ using testing::RandomModel;
 using testing::RansPayload;
 using testing::Serialize;
 using testing::TinyConfig;
+using testing::WithCodedTable;
 using testing::WriterTensor;
 
 #define EXPECT_HAS(haystack, needle) EXPECT_PRED_FORMAT2(::testing::IsSubstring, needle, haystack)
@@ -284,32 +285,6 @@ TEST_F(BrokenRansFileTest, TruncatedAtEveryByteOfTheTensor) {
   }
 }
 
-
-// The same payload with its frequency table Rice-coded (model_data/README.md): the levels word
-// gets bit 31, then parameter k, the code's length in bytes (a multiple of 4) and the code, per
-// symbol its frequency >> k in unary (ones ended by a zero) and its k low bits, least
-// significant bit first. Written here from the README, independently of scripts/model/rans.py.
-std::vector<uint8_t> WithCodedTable(const std::vector<uint8_t>& plain, uint32_t k) {
-  const uint32_t levels = GetU32(plain, 0), alphabet = 2 * levels + 1;
-  const size_t plain_end = 8 + (2 * size_t{alphabet} + 3) / 4 * 4;
-  std::vector<bool> bits;
-  for (uint32_t s = 0; s < alphabet; ++s) {
-    const uint32_t f = uint32_t{plain[8 + 2 * s]} | uint32_t{plain[9 + 2 * s]} << 8;
-    for (uint32_t i = 0; i < (f >> k); ++i) bits.push_back(true);
-    bits.push_back(false);
-    for (uint32_t b = 0; b < k; ++b) bits.push_back((f >> b & 1) != 0);
-  }
-  std::vector<uint8_t> code((bits.size() + 31) / 32 * 4, 0);
-  for (size_t i = 0; i < bits.size(); ++i) code[i / 8] |= static_cast<uint8_t>(bits[i] << (i % 8));
-  std::vector<uint8_t> out(plain.begin(), plain.begin() + 8);
-  PutU32(&out, 0, levels | rans::kCodedTableFlag);
-  out.resize(16);
-  PutU32(&out, 8, k);
-  PutU32(&out, 12, static_cast<uint32_t>(code.size()));
-  out.insert(out.end(), code.begin(), code.end());
-  out.insert(out.end(), plain.begin() + static_cast<std::ptrdiff_t>(plain_end), plain.end());
-  return out;
-}
 
 TEST(RansCodedTableTest, DecodesAsThePlainTableForAnyParameter) {
   for (uint32_t levels : {1u, 15u, 127u, 2047u, 16383u}) {

@@ -1,6 +1,7 @@
 // Structure-aware fuzz target for the rans decoder (core/rans.h). The input chooses a tensor
 // (numel, a group size that divides it, levels) and one of three payloads:
-//  - values coded by the tests' independent encoder (tests/cpp/test_model_writer.h), which must
+//  - values coded by the tests' independent encoder (tests/cpp/test_model_writer.h), with a plain
+//    or (WithCodedTable) a Rice-coded frequency table, which must
 //    decode to exactly those values, or be refused for a scale that is not finite; then, maybe,
 //    a few bytes changed, cut or added;
 //  - a payload assembled from the input with a frequency table that sums to 2^15 and lane states
@@ -283,6 +284,11 @@ void RoundTrip(FuzzedDataProvider& in, uint64_t numel, uint32_t group) {
     finite = finite && std::isfinite(scale);
   }
   std::vector<uint8_t> payload = attn::testing::RansPayload(t);
+  // Half the time the same payload with its table Rice-coded, at any parameter: it must decode
+  // to the same values.
+  if (in.ConsumeBool()) {
+    payload = attn::testing::WithCodedTable(payload, in.ConsumeIntegralInRange<uint32_t>(0, attn::rans::kMaxRiceParameter));
+  }
   const bool damaged = in.ConsumeBool();
   if (damaged) Damage(in, &payload);
   std::unique_ptr<float[]> out;

@@ -127,19 +127,22 @@ void WriteResult(FILE* out, const std::string& path, const Model& model, size_t 
   std::fprintf(out, ",\"file_bytes\":%llu,\"precision\":",
                static_cast<unsigned long long>(model.file_bytes()));
   WriteJsonString(out, model.precision());
-  std::fprintf(out,
-               ",\"sentences\":%zu,\"rows\":%llu,\"attention_max_abs\":%.9g,"
-               "\"attention_mean_abs\":%.9g,\"argmax_changed_rows\":%llu,"
-               "\"argmax_changed_share\":%.9g,\"rollout_max_abs\":%.9g,\"masked_positions\":%llu,"
-               "\"masked_lm_top1_agreement\":",
-               sentences, static_cast<unsigned long long>(c.rows), c.attention_max_abs,
-               c.attention_values ? c.attention_sum_abs / static_cast<double>(c.attention_values) : 0.0,
-               static_cast<unsigned long long>(c.argmax_changed_rows),
-               c.rows ? static_cast<double>(c.argmax_changed_rows) / static_cast<double>(c.rows) : 0.0,
-               c.rollout_max_abs, static_cast<unsigned long long>(c.masked_positions));
+  std::fprintf(out, ",\"sentences\":%zu,\"rows\":%llu", sentences,
+               static_cast<unsigned long long>(c.rows));
+  // The differences are null, not "nan", where a model's weights overflowed (json.h).
+  std::fputs(",\"attention_max_abs\":", out);
+  WriteJsonNumber(out, c.attention_max_abs, 9);
+  std::fputs(",\"attention_mean_abs\":", out);
+  WriteJsonNumber(out, c.attention_values ? c.attention_sum_abs / static_cast<double>(c.attention_values) : 0.0, 9);
+  std::fprintf(out, ",\"argmax_changed_rows\":%llu,\"argmax_changed_share\":",
+               static_cast<unsigned long long>(c.argmax_changed_rows));
+  WriteJsonNumber(out, c.rows ? static_cast<double>(c.argmax_changed_rows) / static_cast<double>(c.rows) : 0.0, 9);
+  std::fputs(",\"rollout_max_abs\":", out);
+  WriteJsonNumber(out, c.rollout_max_abs, 9);
+  std::fprintf(out, ",\"masked_positions\":%llu,\"masked_lm_top1_agreement\":",
+               static_cast<unsigned long long>(c.masked_positions));
   if (masked_lm && c.masked_positions > 0) {
-    std::fprintf(out, "%.9g", static_cast<double>(c.masked_agreements) /
-                                  static_cast<double>(c.masked_positions));
+    WriteJsonNumber(out, static_cast<double>(c.masked_agreements) / static_cast<double>(c.masked_positions), 9);
   } else {
     std::fputs("null", out);
   }

@@ -45,19 +45,19 @@ inline void WriteJsonString(FILE* out, std::string_view s) {
   std::fputc('"', out);
 }
 
-// Floats with enough digits to round-trip a float32 exactly. JSON has no NaN or infinity (printf
-// would write "nan", which no parser reads), so those become null, as JSON.stringify writes them;
-// a model whose weights overflow can produce them.
-inline void WriteJsonFloat(FILE* out, float v) {
-  if (std::isfinite(v)) std::fprintf(out, "%.9g", static_cast<double>(v));
+// A number with `significant` digits, or null where it is not finite: JSON has no NaN or
+// infinity (printf would write "nan", which no parser reads), so those become null, as
+// JSON.stringify writes them; a model whose weights overflow can produce them.
+inline void WriteJsonNumber(FILE* out, double v, int significant) {
+  if (std::isfinite(v)) std::fprintf(out, "%.*g", significant, v);
   else std::fputs("null", out);
 }
 
-// A statistic with six significant digits, or null where it is not finite.
-inline void WriteJsonStatistic(FILE* out, double v) {
-  if (std::isfinite(v)) std::fprintf(out, "%.6g", v);
-  else std::fputs("null", out);
-}
+// Floats with enough digits (9) to round-trip a float32 exactly.
+inline void WriteJsonFloat(FILE* out, float v) { WriteJsonNumber(out, static_cast<double>(v), 9); }
+
+// A statistic with six significant digits.
+inline void WriteJsonStatistic(FILE* out, double v) { WriteJsonNumber(out, v, 6); }
 
 // The "tokens" array of the result schema (docs/ARCHITECTURE.md):
 // [{"id","text","start","end","word"}, ...].
