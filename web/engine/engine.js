@@ -721,8 +721,8 @@ class LocalHost {
 // origin it is started from its URL; embedded in another site it is started from a Blob of the
 // host's origin that imports the worker module by its absolute URL, since a page cannot start a
 // worker from another origin's URL (under a Content-Security-Policy such a host allows blob:
-// in worker-src; README, "Embedding"). A trap in any engine terminates the worker: every
-// engine it held is forgotten, and the next request starts a new worker.
+// and the widgets' origin in worker-src; README, "Embedding"). A trap in any engine ends the
+// worker: every engine it held is forgotten, and the next request starts a new worker.
 class WorkerHost {
   static start(url) {
     return new Promise((resolve, reject) => {
