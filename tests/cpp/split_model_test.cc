@@ -87,6 +87,31 @@ TEST_F(SplitModelTest, ACoreLoadsWithoutRowsAndAnalysesOnceItsShardsAreIn) {
   });
 }
 
+TEST(SplitCodedTableTest, ACoreWithARiceCodedWordTableDecodesItsShardsAsTheSingleFile) {
+  // What the shipped core holds: the word embeddings' header with a Rice-coded table, whose
+  // length is not the plain table's; every shard decodes with it, bit for bit the single file's.
+  ModelConfig c = testing::TinyConfig();
+  c.vocab_size = 600;
+  c.hidden_size = 64;
+  testing::ModelParts parts = testing::RandomModel(c, 22, false, true);
+  testing::WriterTensor* words = parts.Find("embeddings.word_embeddings.weight");
+  testing::QuantizeRans(words, 64, 4095);
+  words->rice_parameter = 2;
+  const std::vector<uint8_t> single = testing::Serialize(parts);
+  const testing::SplitFiles split = testing::Split(parts, 64);
+  std::unique_ptr<LoadedModel> whole, core;
+  ASSERT_TRUE(LoadedModel::FromBuffer(single.data(), single.size(), &whole).ok());
+  const Status status = LoadedModel::FromBuffer(split.core.data(), split.core.size(), &core);
+  ASSERT_TRUE(status.ok()) << status.message();
+  for (const auto& shard : split.shards) ASSERT_TRUE(core->LoadShard(shard.data(), shard.size()).ok());
+  std::vector<std::vector<float>> values;
+  whole->model().ForEachTensor([&](const TensorInfo& info, const float* v) { values.emplace_back(v, v + info.spec.numel()); });
+  size_t t = 0;
+  core->model().ForEachTensor([&](const TensorInfo& info, const float* v) {
+    EXPECT_EQ(std::vector<float>(v, v + info.spec.numel()), values[t++]) << info.spec.name;
+  });
+}
+
 TEST_F(SplitModelTest, DamagedForeignAndMisplacedShardsAreRefusedAndChangeNothing) {
   std::vector<uint8_t> bytes = split_.shards[3];
   bytes.back() ^= 0x40;

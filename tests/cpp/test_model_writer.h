@@ -35,6 +35,9 @@ struct WriterTensor {
   // rans only: write the tensor's rans header alone (levels, lanes, frequencies), as a core file
   // of the split layout holds its word embeddings.
   bool header_only = false;
+  // rans only: -1 writes the plain frequency table; 0..14 Rice-codes it with that parameter
+  // (WithCodedTable).
+  int32_t rice_parameter = -1;
   uint64_t numel() const {
     uint64_t n = 1;
     for (uint32_t k = 0; k < ndim; ++k) n *= shape[k];
@@ -160,6 +163,7 @@ inline void QuantizeRans(WriterTensor* t, uint32_t group_size, uint32_t levels) 
 // The rans payload of tensor t, laid out field by field from model_data/README.md with a plain
 // one-symbol-at-a-time rANS encoder (scripts/model/rans.py vectorises the same over lanes).
 inline std::vector<uint8_t> ConstantZeroRansPayload(const WriterTensor& t);
+inline std::vector<uint8_t> WithCodedTable(const std::vector<uint8_t>& plain, uint32_t k);
 
 inline std::vector<uint8_t> RansPayload(const WriterTensor& t) {
   if (t.constant_zero) return ConstantZeroRansPayload(t);
@@ -167,8 +171,14 @@ inline std::vector<uint8_t> RansPayload(const WriterTensor& t) {
     WriterTensor whole = t;
     whole.header_only = false;
     std::vector<uint8_t> b = RansPayload(whole);
-    b.resize(8 + (2 * (2 * size_t{t.levels} + 1) + 3) / 4 * 4);
+    const auto u32 = [&b](size_t at) { return uint32_t{b[at]} | uint32_t{b[at + 1]} << 8 | uint32_t{b[at + 2]} << 16 | uint32_t{b[at + 3]} << 24; };
+    b.resize(t.rice_parameter >= 0 ? 16 + size_t{u32(12)} : 8 + (2 * (2 * size_t{t.levels} + 1) + 3) / 4 * 4);
     return b;
+  }
+  if (t.rice_parameter >= 0) {
+    WriterTensor plain = t;
+    plain.rice_parameter = -1;
+    return WithCodedTable(RansPayload(plain), static_cast<uint32_t>(t.rice_parameter));
   }
   constexpr uint32_t kProbScale = 1u << 15, kLane = 4096;
   const uint32_t alphabet = 2 * t.levels + 1;
@@ -436,7 +446,9 @@ inline SplitFiles Split(ModelParts parts, uint32_t rows_per_shard) {
   WriterTensor* w = parts.Find("embeddings.word_embeddings.weight");
   const std::vector<uint8_t> full = RansPayload(*w);
   const uint64_t d = w->shape[1], vocab = w->shape[0], group = w->group_size;
-  const uint64_t table = 8 + (2 * (2 * uint64_t{w->levels} + 1) + 3) / 4 * 4;
+  // The header's length: plain table, or (bit 31 of the levels word) 16 bytes and the code.
+  const uint64_t table = GetU32(full, 0) & 0x80000000u ? 16 + uint64_t{GetU32(full, 12)}
+                                                      : 8 + (2 * (2 * uint64_t{w->levels} + 1) + 3) / 4 * 4;
   const uint64_t lanes = GetU32(full, 4), groups = vocab * d / group;
   const uint64_t states_at = table + 4 * groups, lengths_at = states_at + 4 * lanes;
   std::vector<uint64_t> stream_at(lanes + 1, lengths_at + 4 * lanes);

@@ -89,6 +89,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         attn::testing::QuantizeInt8(&t, row);
       } else {
         attn::testing::QuantizeRans(&t, row, in.ConsumeIntegralInRange<uint32_t>(1, 300));
+        // The frequency table plain or Rice-coded (model_data/README.md), as the writer chooses.
+        t.rice_parameter = in.ConsumeIntegralInRange<int32_t>(-1, 14);
       }
     }
   }
