@@ -48,6 +48,17 @@ ATTENTION_BAR = 1e-3
 MIN_TOKENS, MAX_TOKENS = 5, 60
 
 
+def tail_rules(config, tail, pooler):
+    """Plan rules for the matrices no attention probability depends on: the last layer's value,
+    attention output and feed-forward, the pooler (when kept) and the masked-LM transform."""
+    last = f"encoder.layer.{config.num_hidden_layers - 1}."
+    names = [f"{last}attention.self.value.weight", f"{last}attention.output.dense.weight",
+             f"{last}intermediate.dense.weight", f"{last}output.dense.weight"]
+    names += ["pooler.dense.weight"] if pooler else []
+    names += ["cls.predictions.transform.dense.weight"]
+    return [f"{name}=rans:row:{tail}" for name in names]
+
+
 def layer_plan(config, word, layers, tail, position=None):
     """A rans plan: word embeddings at `word` levels per row, the position embeddings at
     `position` (default: as the words), encoder matrices at `layers`. The tensors that no
@@ -55,15 +66,8 @@ def layer_plan(config, word, layers, tail, position=None):
     feed-forward, the pooler, the masked-LM transform) get `tail` levels: they change only the
     masked-LM predictions, which the table reports. LayerNorm, biases and token types stay f32:
     they are 0.1% of the weights, and an f16 LayerNorm weight alone moves attention by 4e-4."""
-    last = f"encoder.layer.{config.num_hidden_layers - 1}."
     return ",".join([
-        "*LayerNorm*=f32", "*.bias=f32",
-        f"{last}attention.self.value.weight=rans:row:{tail}",
-        f"{last}attention.output.dense.weight=rans:row:{tail}",
-        f"{last}intermediate.dense.weight=rans:row:{tail}",
-        f"{last}output.dense.weight=rans:row:{tail}",
-        f"pooler.dense.weight=rans:row:{tail}",
-        f"cls.predictions.transform.dense.weight=rans:row:{tail}",
+        "*LayerNorm*=f32", "*.bias=f32", *tail_rules(config, tail, pooler=True),
         f"embeddings.word_embeddings.weight=rans:row:{word}",
         f"embeddings.position_embeddings.weight=rans:row:{position or word}",
         "encoder.*.weight=rans:row:" + str(layers), "*=f32"])
@@ -93,15 +97,10 @@ def attention_matrices(config):
 
 def tensor_plan(config, levels):
     """A rans plan with these per-matrix levels ({name: levels}) and the fixed parts."""
-    last = f"encoder.layer.{config.num_hidden_layers - 1}."
     return ",".join(
         [f"{name}=rans:row:{level}" for name, level in levels.items()] +
         ["*LayerNorm*=f32", f"cls.predictions.bias=rans:tensor:{BIAS_LEVELS}", "*.bias=f32",
-         f"{last}attention.self.value.weight=rans:row:{TAIL_LEVELS}",
-         f"{last}attention.output.dense.weight=rans:row:{TAIL_LEVELS}",
-         f"{last}intermediate.dense.weight=rans:row:{TAIL_LEVELS}",
-         f"{last}output.dense.weight=rans:row:{TAIL_LEVELS}",
-         f"cls.predictions.transform.dense.weight=rans:row:{TAIL_LEVELS}",
+         *tail_rules(config, TAIL_LEVELS, pooler=False),
          f"embeddings.word_embeddings.weight=rans:row:{WORD_LEVELS}", "*=f32"])
 
 
