@@ -35,11 +35,6 @@ float ReadF32(const uint8_t* p) {
   return value;
 }
 
-// Rewrites the lane count (bytes 4..7) of a rans tensor header.
-void PutLanes(std::vector<uint8_t>* header, uint32_t lanes) {
-  for (int k = 0; k < 4; ++k) (*header)[4 + static_cast<size_t>(k)] = static_cast<uint8_t>(lanes >> (8 * k));
-}
-
 // IEEE 754 binary16 to binary32, exact for every input including subnormals, inf and NaN.
 float HalfToFloat(uint16_t h) {
   const uint32_t sign = uint32_t{h & 0x8000u} << 16;
@@ -619,27 +614,19 @@ void Model::FreeDeleter::operator()(float* p) const { std::free(p); }
 Status Model::AdoptShardedWordEmbeddings(const TensorInfo& info, const uint8_t* src,
                                          uint32_t rows_per_shard, float* values) {
   // The entry is the tensor's rans header alone: levels, lanes of the whole tensor, and the
-  // frequency table (plain or coded). Check it by decoding nothing: a header for zero values
-  // must be complete.
+  // frequency table (plain or coded), checked as it is read; its byte count is exactly that.
   const uint64_t numel = info.spec.numel();
-  rans::Header header;
-  const Status read = rans::ReadHeader(src, info.byte_count, &header);
-  if (!read.ok() || info.byte_count != header.bytes ||
-      header.lanes != (numel + rans::kLaneLength - 1) / rans::kLaneLength) {
+  const Status read = rans::ReadHeader(src, info.byte_count, &word_header_);
+  if (!read.ok() || info.byte_count != word_header_.bytes ||
+      word_header_.lanes != (numel + rans::kLaneLength - 1) / rans::kLaneLength) {
     return Status::Error("tensor '" + info.spec.name + "': the rans header of a core file is " +
                          Num(info.byte_count) + " bytes" +
-                         (read.ok() ? " with levels " + Num(header.levels) + " and " + Num(header.lanes) +
-                                          " lanes, its table ending at byte " + Num(header.bytes)
+                         (read.ok() ? " with levels " + Num(word_header_.levels) + " and " + Num(word_header_.lanes) +
+                                          " lanes, its table ending at byte " + Num(word_header_.bytes)
                                     : " (" + read.message() + ")") +
                          "; expected levels 1.." + Num(rans::kMaxLevels) +
                          ", their frequency table and the whole tensor's lanes" + kReconvert);
   }
-  const uint64_t table_bytes = header.bytes;
-  word_rans_header_.assign(src, src + table_bytes);
-  std::vector<uint8_t> empty(word_rans_header_);
-  PutLanes(&empty, 0);
-  Status status = rans::DecodeTensor(empty.data(), empty.size(), 0, info.group_size, nullptr);
-  if (!status.ok()) return Status::Error("tensor '" + info.spec.name + "': " + status.message() + kCopyAgain);
   std::memset(values, 0, static_cast<size_t>(numel) * sizeof(float));
   rows_per_shard_ = rows_per_shard;
   const uint64_t rows = info.spec.shape[0];
@@ -692,15 +679,12 @@ Status Model::LoadWordEmbeddingShard(const uint8_t* data, size_t size, int32_t* 
   if (Crc32(data + S::kHeaderBytes, size - S::kHeaderBytes) != ReadU32(data + S::kPayloadCrcAt)) {
     return Status::Error(what + "shard " + Num(k) + " fails its checksum" + kCopyAgain);
   }
-  // The rows decode as a rans tensor of their own: the core's header with this shard's lane
-  // count, then the payload (scales, lane states and lengths, streams) as the single file had it.
+  // The rows decode with the core's header: the payload is the body of a rans tensor of their
+  // own (scales, lane states and lengths, streams) as the single file had it.
   const uint64_t numel = rows * d;
-  std::vector<uint8_t> tensor(word_rans_header_);
-  PutLanes(&tensor, static_cast<uint32_t>((numel + rans::kLaneLength - 1) / rans::kLaneLength));
-  tensor.insert(tensor.end(), data + S::kHeaderBytes, data + size);
   std::vector<float> decoded(static_cast<size_t>(numel));
-  Status status = rans::DecodeTensor(tensor.data(), tensor.size(), numel,
-                                     word_embeddings_info_->group_size, decoded.data());
+  Status status = rans::DecodeBody(word_header_, data + S::kHeaderBytes, size - S::kHeaderBytes, numel,
+                                   word_embeddings_info_->group_size, decoded.data());
   if (!status.ok()) return Status::Error(what + "shard " + Num(k) + ": " + status.message() + kCopyAgain);
   for (uint64_t i = 0; i < numel; ++i) {
     if (!std::isfinite(decoded[i])) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/rans.h"
 #include "core/status.h"
 #include "core/tensor_table.h"
 
@@ -241,11 +242,12 @@ class Model {
   uint64_t float_count_ = 0;
   Weights weights_;  // views into buffer_
   // The split layout: R, which shards are in, and the word-embedding tensor's rans header
-  // (levels, lanes, frequency table) that every shard's lanes decode with.
+  // (levels, frequency table and the decoder's tables), read once, that every shard's lanes
+  // decode with.
   uint32_t rows_per_shard_ = 0;
   std::vector<uint8_t> shard_loaded_;  // one flag per shard
   size_t loaded_shards_ = 0;
-  std::vector<uint8_t> word_rans_header_;
+  rans::Header word_header_;
   const TensorInfo* word_embeddings_info_ = nullptr;
 };
 

@@ -92,6 +92,13 @@ Status ReadHeader(const uint8_t* data, uint64_t bytes, Header* out) {
   if (total != (1u << kProbBits)) {
     return Status::Error("rans frequencies do not sum to " + Num(1u << kProbBits));
   }
+  out->start.assign(alphabet, 0);
+  out->slot_symbol.assign(1u << kProbBits, 0);
+  for (uint32_t s = 0, sum = 0; s < alphabet; ++s) {
+    out->start[s] = sum;
+    for (uint32_t k = 0; k < out->freq[s]; ++k) out->slot_symbol[sum + k] = static_cast<uint16_t>(s);
+    sum += out->freq[s];
+  }
   return Status::Ok();
 }
 
@@ -99,18 +106,25 @@ Status DecodeTensor(const uint8_t* data, uint64_t bytes, uint64_t numel, uint32_
                     float* out) {
   Header header;
   if (Status status = ReadHeader(data, bytes, &header); !status.ok()) return status;
-  const uint32_t levels = header.levels;
-  const uint32_t lanes = header.lanes;
   const uint64_t want_lanes = (numel + kLaneLength - 1) / kLaneLength;
-  if (lanes != want_lanes) {
-    return Status::Error("rans lane count is " + Num(lanes) + ", expected " + Num(want_lanes) +
+  if (header.lanes != want_lanes) {
+    return Status::Error("rans lane count is " + Num(header.lanes) + ", expected " + Num(want_lanes) +
                          " for " + Num(numel) + " values in lanes of " + Num(kLaneLength));
   }
-  const uint32_t alphabet = 2 * levels + 1;
+  return DecodeBody(header, data + header.bytes, bytes - header.bytes, numel, group_size, out,
+                    header.bytes);
+}
+
+Status DecodeBody(const Header& header, const uint8_t* body, uint64_t bytes, uint64_t numel,
+                  uint32_t group_size, float* out, uint64_t body_offset) {
+  const uint32_t levels = header.levels;
+  const uint32_t lanes = static_cast<uint32_t>((numel + kLaneLength - 1) / kLaneLength);
   const uint64_t groups = numel / group_size;
-  // Offsets of the parts after the header; all sums stay far below 2^64 because numel and
-  // lanes come from a validated config.
-  const uint64_t scales_at = header.bytes;
+  // Offsets of the parts in the body; all sums stay far below 2^64 because numel and lanes
+  // come from a validated config. Messages count from the tensor's first byte.
+  const uint8_t* const data = body - body_offset;
+  bytes += body_offset;
+  const uint64_t scales_at = body_offset;
   const uint64_t states_at = scales_at + 4 * groups;
   const uint64_t lengths_at = states_at + 4 * uint64_t{lanes};
   const uint64_t streams_at = lengths_at + 4 * uint64_t{lanes};
@@ -125,18 +139,9 @@ Status DecodeTensor(const uint8_t* data, uint64_t bytes, uint64_t numel, uint32_
     return Status::Error("rans streams take " + Num(stream_bytes) + " bytes after offset " +
                          Num(streams_at) + ", but the tensor has " + Num(bytes) + " bytes");
   }
-
-  // The cumulative start of each symbol and, per slot, its symbol.
   const std::vector<uint32_t>& freq = header.freq;
-  std::vector<uint32_t> start(alphabet);
-  for (uint32_t s = 0, total = 0; s < alphabet; ++s) {
-    start[s] = total;
-    total += freq[s];
-  }
-  std::vector<uint16_t> slot_symbol(1u << kProbBits);
-  for (uint32_t s = 0; s < alphabet; ++s) {
-    for (uint32_t k = 0; k < freq[s]; ++k) slot_symbol[start[s] + k] = static_cast<uint16_t>(s);
-  }
+  const std::vector<uint32_t>& start = header.start;
+  const std::vector<uint16_t>& slot_symbol = header.slot_symbol;
 
   for (uint64_t g = 0; g < groups; ++g) {
     float scale;

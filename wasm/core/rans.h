@@ -23,12 +23,15 @@ constexpr uint32_t kCodedTableFlag = 1u << 31;
 constexpr uint32_t kMaxRiceParameter = 14;
 
 // What a rans payload's header says: its levels and lanes, where the scales start, and the
-// frequency of each of the 2 levels + 1 symbols.
+// frequency of each of the 2 levels + 1 symbols; with the decoder's tables built from them
+// once (a split model decodes every word-embedding shard with its core's header).
 struct Header {
   uint32_t levels = 0;
   uint32_t lanes = 0;
   uint64_t bytes = 0;  // the header's own length: the scales start here
   std::vector<uint32_t> freq;
+  std::vector<uint32_t> start;         // cumulative frequency below each symbol
+  std::vector<uint16_t> slot_symbol;   // the symbol of each of the 2^15 slots
 };
 
 // Reads the header at data (bytes long): levels, lanes and the frequency table, plain (u16 per
@@ -42,5 +45,12 @@ Status ReadHeader(const uint8_t* data, uint64_t bytes, Header* out);
 // divide numel (the caller checks it against the shape). Never reads outside [data, data+bytes).
 Status DecodeTensor(const uint8_t* data, uint64_t bytes, uint64_t numel, uint32_t group_size,
                     float* out);
+
+// Decodes numel values coded with `header`'s table from the parts that follow a header (scales,
+// lane states, lane lengths, streams: body, bytes long), in ceil(numel / kLaneLength) lanes
+// whatever header.lanes says (a shard's rows decode with the whole tensor's header).
+// body_offset, where the body starts in its tensor, only places the messages.
+Status DecodeBody(const Header& header, const uint8_t* body, uint64_t bytes, uint64_t numel,
+                  uint32_t group_size, float* out, uint64_t body_offset = 0);
 
 }  // namespace attn::rans
