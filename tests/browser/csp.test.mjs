@@ -5,13 +5,12 @@
 // to add. Any policy violation (reported to the page or to its console) or page error fails.
 // Needs the assembled site: node scripts/site/build_site.mjs
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium, serve } from './harness.mjs';
+import { launchChromium, serve, startHost } from './harness.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
@@ -31,7 +30,6 @@ const hostCsp = (widgets) => `default-src 'self'; script-src 'self' ${widgets} '
 let site;
 let siteUrl;
 let host;
-let hostRoot;
 let hostUrl;
 let browser;
 
@@ -39,10 +37,8 @@ before(async () => {
   assert.ok(existsSync(join(web, 'models', 'manifest.json')), 'web/models/manifest.json is missing: run node scripts/site/build_site.mjs first.');
   site = await serve(web, { headers: { 'Content-Security-Policy': STRICT_CSP } });
   siteUrl = `http://127.0.0.1:${site.server.address().port}/`;
-  hostRoot = mkdtempSync(join(tmpdir(), 'attention-csp-host-'));
-  for (const file of ['embed-demo.html', 'embed-demo.js']) copyFileSync(join(web, file), join(hostRoot, file));
-  host = await serve(hostRoot, { cors: false, headers: { 'Content-Security-Policy': hostCsp(new URL(siteUrl).origin) } });
-  hostUrl = `http://localhost:${host.server.address().port}/`;
+  host = await startHost(web, { headers: { 'Content-Security-Policy': hostCsp(new URL(siteUrl).origin) } });
+  hostUrl = host.url;
   browser = await launchChromium();
 });
 
@@ -50,7 +46,6 @@ after(async () => {
   await browser?.close();
   site?.close();
   host?.close();
-  if (hostRoot) rmSync(hostRoot, { recursive: true, force: true });
 });
 
 // A page with every violation and error it meets recorded: the page's securitypolicyviolation

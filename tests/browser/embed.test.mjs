@@ -5,13 +5,12 @@
 // the embed snippets; SVG and PNG downloads. Needs the assembled site:
 //   node scripts/site/build_site.mjs   (writes web/models/, web/dist/ and, with the CLI, web/examples/)
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium, ROW_SUM_TOLERANCE, serve } from './harness.mjs';
+import { launchChromium, ROW_SUM_TOLERANCE, serve, startHost } from './harness.mjs';
 
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -40,13 +39,12 @@ before(async () => {
     assert.ok(existsSync(join(web, file)), `web/${file} is missing: run node scripts/site/build_site.mjs first.`);
   }
   mkdirSync(artifacts, { recursive: true });
-  hostRoot = mkdtempSync(join(tmpdir(), 'attention-host-'));
-  for (const file of ['embed-demo.html', 'embed-demo.js']) copyFileSync(join(web, file), join(hostRoot, file));
   site = await serve(web);
-  host = await serve(hostRoot, { cors: false });
+  host = await startHost(web);
+  hostRoot = host.dir;
   // Two origins: 127.0.0.1 and localhost differ by host as well as by port.
   siteUrl = `http://127.0.0.1:${site.server.address().port}/`;
-  hostUrl = `http://localhost:${host.server.address().port}/`;
+  hostUrl = host.url;
   browser = await launchChromium();
 });
 
@@ -54,7 +52,6 @@ after(async () => {
   await browser?.close();
   site?.close();
   host?.close();
-  if (hostRoot) rmSync(hostRoot, { recursive: true, force: true });
 });
 
 // A fresh context per test (its own Cache API, so the model is downloaded afresh), recording

@@ -6,13 +6,13 @@
 // the README's table of custom properties is the one in web/widgets/style.js. Needs the
 // assembled site: node scripts/site/build_site.mjs
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium, ROW_SUM_TOLERANCE, serve } from './harness.mjs';
+import { launchChromium, ROW_SUM_TOLERANCE, serve, startHost } from './harness.mjs';
 import { publish } from '../../scripts/site/publish.mjs';
 import { THEME_PROPERTIES } from '../../web/widgets/style.js';
 
@@ -57,12 +57,12 @@ before(async () => {
   }
   mkdirSync(artifacts, { recursive: true });
   pubDir = mkdtempSync(join(tmpdir(), 'attention-published-'));
-  hostDir = mkdtempSync(join(tmpdir(), 'attention-blog-'));
   published = publish({ out: join(pubDir, 'site'), quiet: true });
   site = await serve(join(pubDir, 'site'));
-  host = await serve(hostDir, { cors: false });
+  host = await startHost(web);
+  hostDir = host.dir;
   siteUrl = `http://127.0.0.1:${site.server.address().port}/`;
-  hostUrl = `http://localhost:${host.server.address().port}/`;
+  hostUrl = host.url;
   browser = await launchChromium();
 });
 
@@ -70,7 +70,7 @@ after(async () => {
   await browser?.close();
   site?.close();
   host?.close();
-  for (const dir of [pubDir, hostDir]) if (dir) rmSync(dir, { recursive: true, force: true });
+  if (pubDir) rmSync(pubDir, { recursive: true, force: true });
 });
 
 async function openPage(url, { colorScheme = 'light' } = {}) {
@@ -132,8 +132,8 @@ describe('embedding as an author', () => {
     assert.deepEqual(errors, []);
     await context.close();
 
-    // The repository's cross-origin demo against the published folder alone, with its dark toggle.
-    for (const file of ['embed-demo.html', 'embed-demo.js']) copyFileSync(join(web, file), join(hostDir, file));
+    // The repository's cross-origin demo (startHost copied it) against the published folder
+    // alone, with its dark toggle.
     const demo = await openPage(`${hostUrl}embed-demo.html?from=${encodeURIComponent(siteUrl)}`);
     for (const id of ['#row', '#heads', '#compare']) await live(demo.page, id);
     await demo.page.locator('#lab').waitFor();

@@ -1,7 +1,8 @@
 // What the browser tests and the benchmark share: how to start Debian's Chromium headless here
 // and how to serve a folder on a free localhost port.
-import { existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const require = createRequire(import.meta.url);
@@ -27,6 +28,28 @@ export async function serve(folder, { cors = true, headers = {} } = {}) {
   const server = httpServer.createServer({ root: folder, cache: -1, cors, headers: { ...headers }, showDir: false, logFn: () => {} });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   return server;
+}
+
+// The repository's page of another site that embeds the widgets, and its script.
+export const DEMO_FILES = Object.freeze(['embed-demo.html', 'embed-demo.js']);
+
+// A second origin for the embedding tests: localhost (the site is served as 127.0.0.1) serving a
+// temporary folder with the embed demo copied from web/ and whatever a test writes there
+// (host.dir), without CORS, with extra response headers if given. host.url is its address;
+// host.close() stops it and removes the folder.
+export async function startHost(web, { headers = {} } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'attention-host-'));
+  for (const file of DEMO_FILES) copyFileSync(join(web, file), join(dir, file));
+  const server = await serve(dir, { cors: false, headers });
+  return {
+    dir,
+    server,
+    url: `http://localhost:${server.server.address().port}/`,
+    close: () => {
+      server.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 // The assembled site (web/, as scripts/site/build_site.mjs writes it) served on localhost, with

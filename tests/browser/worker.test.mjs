@@ -6,13 +6,12 @@
 // Figure 1 and the page bounded in height. Needs the assembled site:
 //   node scripts/site/build_site.mjs
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium, ROW_SUM_TOLERANCE, serve } from './harness.mjs';
+import { launchChromium, ROW_SUM_TOLERANCE, serve, startHost } from './harness.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
@@ -25,7 +24,6 @@ const LONG_SENTENCE = 'When the old lighthouse keeper finally climbed the narrow
 let server;
 let baseUrl;
 let host;
-let hostRoot;
 let hostUrl;
 let browser;
 
@@ -35,10 +33,8 @@ before(async () => {
   }
   server = await serve(web);
   baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
-  hostRoot = mkdtempSync(join(tmpdir(), 'attention-worker-host-'));
-  for (const file of ['embed-demo.html', 'embed-demo.js']) copyFileSync(join(web, file), join(hostRoot, file));
-  host = await serve(hostRoot, { cors: false });
-  hostUrl = `http://localhost:${host.server.address().port}/`;
+  host = await startHost(web);
+  hostUrl = host.url;
   browser = await launchChromium();
 });
 
@@ -46,7 +42,6 @@ after(async () => {
   await browser?.close();
   server?.close();
   host?.close();
-  if (hostRoot) rmSync(hostRoot, { recursive: true, force: true });
 });
 
 async function openPage(url, { viewport = { width: 1280, height: 900 } } = {}) {
