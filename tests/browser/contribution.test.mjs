@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { ROW_SUM_TOLERANCE, startSite } from './harness.mjs';
+import { HOSTILE_TEXT as HOSTILE, ROW_SUM_TOLERANCE, startSite, waitReady } from './harness.mjs';
 import { SENTENCE_SET } from '../../web/posts/sentences.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -22,7 +22,6 @@ const web = join(root, 'web');
 const artifacts = join(root, 'test-artifacts');
 const LOAD_TIMEOUT_MS = 120000;
 const SET_TIMEOUT_MS = 400000;
-const HOSTILE = '<img src=x onerror="window.__injected=1"><script>window.__injected=2</script><b>bold</b> it was';
 const N16 = 'The old animal did not cross the street because it was too tired.';
 const DEPTH = 1000;
 
@@ -40,7 +39,7 @@ after(() => site?.close());
 
 const openPost = (path, size) => site.open(path, size);
 
-const ready = (page, selector, timeout = LOAD_TIMEOUT_MS) => page.locator(`${selector}[data-ready="true"]`).first().waitFor({ state: 'attached', timeout });
+const ready = (page, selector, timeout = LOAD_TIMEOUT_MS) => waitReady(page, selector, timeout);
 
 // What a figure shows, from its shadow root.
 const predictionShown = (page, selector = 'attention-prediction') => page.locator(selector).first().evaluate((el) => {

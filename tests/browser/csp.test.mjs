@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium, serve, startHost } from './harness.mjs';
+import { launchChromium, serve, startHost, waitReady } from './harness.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
@@ -76,7 +76,7 @@ async function openStrict(url, { width = 1280, height = 900 } = {}) {
   return { page, context, check };
 }
 
-const ready = (page, selector) => page.locator(`${selector}[data-ready="true"]`).waitFor({ state: 'attached', timeout: LOAD_TIMEOUT_MS });
+const ready = (page, selector, timeout = LOAD_TIMEOUT_MS) => waitReady(page, selector, timeout);
 
 describe('a strict Content-Security-Policy', { timeout: 400000 }, () => {
   test('the article goes live with its worker and answers a typed sentence', async () => {

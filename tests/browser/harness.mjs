@@ -103,3 +103,13 @@ export async function typeSentence(page, sentence, { wait = true, timeout = 9000
 export function waitForSentence(page, sentence, timeout = 90000) {
   return page.waitForFunction((text) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, sentence, { timeout });
 }
+
+// A post's or figure's element that has finished computing (data-ready="true", which the series'
+// pages and the prediction and contribution figures set).
+export function waitReady(page, selector, timeout = 90000) {
+  return page.locator(`${selector}[data-ready="true"]`).first().waitFor({ state: 'attached', timeout });
+}
+
+// Text a reader might type that would run script or make elements if a page inserted it as
+// HTML: the posts' tests type it and check that nothing of it happens.
+export const HOSTILE_TEXT = '<img src=x onerror="window.__injected=1"><script>window.__injected=2</script><b>bold</b> it was';

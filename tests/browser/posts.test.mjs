@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { ROW_SUM_TOLERANCE, startSite } from './harness.mjs';
+import { HOSTILE_TEXT as HOSTILE, ROW_SUM_TOLERANCE, startSite, waitReady } from './harness.mjs';
 import { SENTENCE_SET } from '../../web/posts/sentences.js';
 import { failureCause, typeBack } from '../../web/posts/survival.js';
 
@@ -22,7 +22,6 @@ const artifacts = join(root, 'test-artifacts');
 const cli = join(root, 'build', 'native', 'attention-cli');
 const vocabPath = join(root, 'model_data', 'vocab.txt');
 const LOAD_TIMEOUT_MS = 90000;
-const HOSTILE = '<img src=x onerror="window.__injected=1"><script>window.__injected=2</script><b>bold</b> it was';
 
 let site;
 let baseUrl;
@@ -38,7 +37,7 @@ after(() => site?.close());
 
 const openPost = (path, size) => site.open(path, size);
 
-const ready = (page, selector) => page.locator(`${selector}[data-ready="true"]`).waitFor({ state: 'attached', timeout: LOAD_TIMEOUT_MS });
+const ready = (page, selector, timeout = LOAD_TIMEOUT_MS) => waitReady(page, selector, timeout);
 
 async function noSideScroll(page, name) {
   const over = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
