@@ -43,16 +43,10 @@ async function handle(data) {
       postMessage({ id, ok: { id: key, info: loaded.info, timings: loaded.timings } });
       return;
     }
-    if (op === 'analyze') {
-      if (!engine) throw new EngineError('engine', 'This engine is gone. Reload the page to start it again.');
-      // A fresh copy every time (no memo here), so its buffers can move to the page.
-      await engine.ensureRows(data.text);
-      const result = { ...engine.analyze(data.text, { vectors: data.vectors }) };
-      postMessage({ id, ok: result }, transferList(result));
-    } else {
-      const result = await hostOperation(engines, data.engine, op, data);
-      postMessage({ id, ok: result }, result && typeof result === 'object' && !Array.isArray(result) ? transferList(result) : []);
-    }
+    // The worker's engines keep no results (memoBytes 0), so every result's buffers can move to
+    // the page.
+    const result = await hostOperation(engines, data.engine, op, data);
+    postMessage({ id, ok: result }, result && typeof result === 'object' && !Array.isArray(result) ? transferList(result) : []);
   } catch (error) {
     postMessage({ id, error: describe(error), trapped: Boolean(engine?.failed && !engine._closed) });
   }
