@@ -23,7 +23,8 @@ using StridedConstMap = Eigen::Map<const RowMajorMatrix, 0, Eigen::OuterStride<>
 using StridedMap = Eigen::Map<RowMajorMatrix, 0, Eigen::OuterStride<>>;
 
 constexpr int kPanel = PackedLinear::kPanelWidth;
-constexpr size_t kAlignFloats = 16;  // 64 bytes
+// 64 bytes; the packed panels exist only in the wasm SIMD build.
+[[maybe_unused]] constexpr size_t kAlignFloats = 16;
 
 size_t PanelCount(int32_t outputs) { return (static_cast<size_t>(outputs) + kPanel - 1) / kPanel; }
 size_t PanelFloats(int32_t outputs, int32_t inputs) {
