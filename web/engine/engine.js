@@ -284,11 +284,18 @@ class Memo {
   }
 }
 
+// Why a text longer than MAX_TEXT_CHARS is refused, or null: what checkText throws, and what a
+// sentence box says before it asks the engine.
+export function tooLong(text, maxPositions = null) {
+  if (text.length <= MAX_TEXT_CHARS) return null;
+  const reads = maxPositions ? `the model reads at most ${maxPositions} tokens` : 'far more than the model reads';
+  return `The text is ${text.length.toLocaleString('en-US')} characters long; the instrument takes at most ${MAX_TEXT_CHARS.toLocaleString('en-US')} (${reads}; a longer text is cut at that limit, and the figures say where).`;
+}
+
 function checkText(text, info) {
   if (typeof text !== 'string') throw new EngineError('input', 'The text to analyse must be a string.');
-  if (text.length > MAX_TEXT_CHARS) {
-    throw new EngineError('input', `The text is ${text.length} characters long; the instrument takes at most ${MAX_TEXT_CHARS} (the model reads at most ${info.max_positions} tokens).`);
-  }
+  const refusal = tooLong(text, info.max_positions);
+  if (refusal) throw new EngineError('input', refusal);
 }
 
 // Text as the core receives it: a lone surrogate (a JS string may hold one; UTF-8 cannot) becomes

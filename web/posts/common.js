@@ -141,28 +141,35 @@ export function fillFacts(root, facts) {
   }
 }
 
-// A sentence box with a submit button; `onSubmit(text)` gets what the reader typed, as data.
-export function sentenceForm({ value, label = 'Your sentence', onSubmit }) {
+// A sentence box with a submit button; `onSubmit(text)` gets what the reader typed, as data. An
+// empty text is refused in `error` (the caller places it) with `emptyMessage`, and onSubmit is
+// not called.
+export function sentenceForm({ value, label = 'Your sentence', onSubmit, emptyMessage }) {
+  const error = h('p.error-line', { role: 'status' });
   const input = h('input', { type: 'text', id: 'sentence', value, maxlength: String(MAX_SENTENCE), autocomplete: 'off', spellcheck: 'false' });
-  const form = h('form.sentence', { on: { submit: (e) => { e.preventDefault(); onSubmit(input.value); } } },
+  const submit = (e) => {
+    e.preventDefault();
+    if (!input.value.trim()) {
+      error.textContent = emptyMessage;
+      return;
+    }
+    onSubmit(input.value);
+  };
+  const form = h('form.sentence', { on: { submit } },
     h('label', { for: 'sentence', text: label }), h('span.row', {}, input, h('button', { type: 'submit', text: 'Analyse' })));
-  return { form, input };
+  return { form, input, error };
 }
 
 // The reader's own sentence in a post: a sentence box bound to the hash's `s` (default: the first
 // sentence of the set), and that sentence's analysis. An empty submission is refused in `error`
-// (the caller shows it); a refused analysis puts the engine's message in `slot`. Returns null
+// (sentenceForm's; the caller shows it); a refused analysis puts the engine's message in `slot`. Returns null
 // when there is nothing to draw, or when current() says a newer call has taken over.
 export async function analyzeReadersSentence({ engine, hash, slot, redraw, current, fallback }) {
   const sentence = readHash(hash).s ?? fallback;
-  const error = h('p.error-line', { role: 'status' });
-  const { form } = sentenceForm({
+  const { form, error } = sentenceForm({
     value: sentence,
+    emptyMessage: 'Type a sentence first: an empty one has no words, only [CLS] and [SEP]. The table below still shows the last one.',
     onSubmit: (text) => {
-      if (!text.trim()) {
-        error.textContent = 'Type a sentence first: an empty one has no words, only [CLS] and [SEP]. The table below still shows the last one.';
-        return;
-      }
       writeHash({ s: text }, { push: true });
       redraw();
     },

@@ -89,14 +89,10 @@ function drawYours() {
   // The reader's word from the address; on the opening sentence, "street"; else the figure's default.
   const word = state.w !== undefined ? String(state.w) : sentence === SENTENCE_SET[0] ? 'street' : null;
   const sort = SORTS.includes(state.o) ? state.o : 'attention';
-  const error = h('p.error-line', { role: 'status' });
-  const { form } = sentenceForm({
+  const { form, error } = sentenceForm({
     value: sentence,
+    emptyMessage: 'Type a sentence first: an empty one has no words to mask. The figures below still show the last one.',
     onSubmit: (text) => {
-      if (!text.trim()) {
-        error.textContent = 'Type a sentence first: an empty one has no words to mask. The figures below still show the last one.';
-        return;
-      }
       writeHash({ s: text, o: readHash(HASH).o }, { push: true });
       drawYours();
     },

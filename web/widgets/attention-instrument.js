@@ -13,7 +13,7 @@ import { barLegend, FULL_SCALE, RowChart, selectedRowPanels, specialShare } from
 import { TokenChips } from './controls.js';
 import { CellReadout, partAt } from './readout.js';
 import { PRESETS } from '../state.js';
-import { MAX_TEXT_CHARS } from '../engine/engine.js';
+import { tooLong } from '../engine/engine.js';
 
 const INPUT_DELAY_MS = 300;
 // Above this many tokens the enlarged heatmap's rows are too thin for their labels; the readout
@@ -463,7 +463,7 @@ class AttentionInstrument extends AttentionFigure {
     clearTimeout(this._timer);
     // A paste longer than the engine takes is refused at once (no analysis, no history entry,
     // nothing cut silently: the box keeps what was pasted, and the figures the last sentence).
-    if (this.input.value.length > MAX_TEXT_CHARS) {
+    if (tooLong(this.input.value)) {
       this.commitSentence();
       return;
     }
@@ -479,8 +479,9 @@ class AttentionInstrument extends AttentionFigure {
       if (!transient) setText(this.inputError, 'Type a sentence first: an empty one has no words, only [CLS] and [SEP]. The figures still show the last sentence.');
       return;
     }
-    if (sentence.length > MAX_TEXT_CHARS) {
-      setText(this.inputError, `This text is ${sentence.length.toLocaleString('en-US')} characters long; the instrument takes at most ${MAX_TEXT_CHARS.toLocaleString('en-US')}, far more than the model reads (a text over its token limit is cut, and the figure says where). Shorten it to analyse it; the figures still show the last sentence.`);
+    const refusal = tooLong(sentence);
+    if (refusal) {
+      setText(this.inputError, `${refusal} Shorten it to analyse it; the figures still show the last sentence.`);
       return;
     }
     // A sentence already asked for (its analysis still running) is not asked for again, unless
