@@ -1,7 +1,8 @@
 // Bounded work, in Debian's Chromium: a 1 MB paste into the article's sentence box is refused
 // with a clear message within 100 ms, freezes nothing (no main-thread task over 100 ms) and
 // loses nothing (the figures keep the last sentence, the box keeps the paste); a text over the
-// model's 512 positions is cut with a visible note saying where; lone surrogates typed from JS
+// model's 512 positions is cut with a visible note saying where; a post's sentence box refuses,
+// without cutting, a sentence longer than its link holds; lone surrogates typed from JS
 // reach the tokenizer replaced, not thrown. Needs the assembled site:
 //   node scripts/site/build_site.mjs
 import assert from 'node:assert/strict';
@@ -9,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { openInstrument, shownSentence, startSite, typeSentence } from './harness.mjs';
+import { openInstrument, shownSentence, startSite, typeSentence, waitReady } from './harness.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
@@ -65,6 +66,21 @@ describe('bounded work', { timeout: 300000 }, () => {
     assert.equal(await shownSentence(page), before, 'the figures lost the last sentence');
     assert.equal(await page.evaluate(() => location.hash), hashBefore, 'the paste reached the URL');
     assert.match(await instrumentText(page), /1,048,576 characters long; the instrument takes at most 20,000/);
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('a post refuses a sentence longer than its link holds, and cuts nothing', async () => {
+    const { page, context, errors } = await site.open('heads.html');
+    await waitReady(page, '#yours');
+    const hashBefore = await page.evaluate(() => location.hash);
+    const long = 'a very long sentence '.repeat(300);
+    await page.fill('#sentence', long);
+    await page.press('#sentence', 'Enter');
+    await page.waitForFunction(() => /characters long/.test(document.getElementById('yours').textContent));
+    assert.match(await page.locator('#yours').textContent(), /6,300 characters long; a post takes sentences of up to 2,000/);
+    assert.equal((await page.inputValue('#sentence')).length, long.length, 'the box cut the paste');
+    assert.equal(await page.evaluate(() => location.hash), hashBefore);
     assert.deepEqual(errors, []);
     await context.close();
   });

@@ -142,15 +142,20 @@ export function fillFacts(root, facts) {
 }
 
 // A sentence box with a submit button; `onSubmit(text)` gets what the reader typed, as data. An
-// empty text is refused in `error` (the caller places it) with `emptyMessage`, and onSubmit is
-// not called.
+// empty text, or one longer than a post's link holds (MAX_SENTENCE), is refused in `error` (the
+// caller places it), with `emptyMessage` or the length, and onSubmit is not called; nothing the
+// reader pasted is cut.
 export function sentenceForm({ value, label = 'Your sentence', onSubmit, emptyMessage }) {
   const error = h('p.error-line', { role: 'status' });
-  const input = h('input', { type: 'text', id: 'sentence', value, maxlength: String(MAX_SENTENCE), autocomplete: 'off', spellcheck: 'false' });
+  const input = h('input', { type: 'text', id: 'sentence', value, autocomplete: 'off', spellcheck: 'false' });
   const submit = (e) => {
     e.preventDefault();
     if (!input.value.trim()) {
       error.textContent = emptyMessage;
+      return;
+    }
+    if (input.value.length > MAX_SENTENCE) {
+      error.textContent = `This text is ${input.value.length.toLocaleString('en-US')} characters long; a post takes sentences of up to ${MAX_SENTENCE.toLocaleString('en-US')} (its link holds the sentence). The table below still shows the last one.`;
       return;
     }
     onSubmit(input.value);
