@@ -70,7 +70,7 @@ describe('bounded work', { timeout: 300000 }, () => {
     await context.close();
   });
 
-  test('a post refuses a sentence longer than its link holds, and cuts nothing', async () => {
+  test('a post refuses a sentence longer than its link holds, the playground tokenizes it whole, and nothing is cut', async () => {
     const { page, context, errors } = await site.open('heads.html');
     await waitReady(page, '#yours');
     const hashBefore = await page.evaluate(() => location.hash);
@@ -83,6 +83,16 @@ describe('bounded work', { timeout: 300000 }, () => {
     assert.equal(await page.evaluate(() => location.hash), hashBefore);
     assert.deepEqual(errors, []);
     await context.close();
+
+    // The tokenizer playground tokenizes such a text whole and says the link keeps the last one.
+    const playground = await site.open('vocabulary.html');
+    await waitReady(playground.page, '#pieces-out');
+    await playground.page.fill('#typed', long);
+    await playground.page.waitForFunction((text) => document.getElementById('pieces-out').dataset.text === text, long);
+    assert.match(await playground.page.locator('#pieces-out').textContent(), /6,300 characters long, more than the page's link keeps/);
+    assert.equal((await playground.page.inputValue('#typed')).length, long.length, 'the playground cut the text');
+    assert.deepEqual(playground.errors, []);
+    await playground.context.close();
   });
 
   test('a text over 512 tokens is cut, and the figure says where', async () => {

@@ -8,7 +8,7 @@ import { describeModel } from '../widgets/data.js';
 import { fmt, h, megabytes } from '../widgets/dom.js';
 
 // The state a post keeps in its hash: a few short, bounded strings and small integers.
-const MAX_SENTENCE = 2000;
+export const MAX_SENTENCE = 2000;
 export function readHash(keys) {
   const params = new URLSearchParams(location.hash.replace(/^#/, ''));
   const out = {};

@@ -6,7 +6,7 @@
 // stripping, CJK and punctuation splitting, [UNK], characters dropped).
 import { CAUSES, failureCause, FIRST_PREFIX, typeBack } from './survival.js';
 import { tokenizerOf } from './tokenizer.js';
-import { fillFacts, h, loadEngine, readHash, writeHash } from './common.js';
+import { fillFacts, h, loadEngine, MAX_SENTENCE, readHash, writeHash } from './common.js';
 
 const status = document.getElementById('status');
 const groupsSlot = document.getElementById('groups');
@@ -54,7 +54,7 @@ export function droppedCharacters(tokens, text) {
 
 async function drawPlayground(tokenizer, unkId) {
   const text = readHash(HASH).t ?? DEFAULT_TEXT;
-  const input = h('textarea', { id: 'typed', rows: '2', maxlength: '2000', spellcheck: 'false', 'aria-label': 'Text to tokenize' });
+  const input = h('textarea', { id: 'typed', rows: '2', spellcheck: 'false', 'aria-label': 'Text to tokenize' });
   input.value = text;
   const out = h('div', { id: 'pieces-out' });
   let timer = 0;
@@ -69,7 +69,9 @@ async function drawPlayground(tokenizer, unkId) {
       return;
     }
     if (mine !== ticket) return;
-    writeHash({ t: value }, { push });
+    // A text the link cannot hold is tokenized all the same (nothing is cut), and says so.
+    const linked = value.length <= MAX_SENTENCE;
+    if (linked) writeHash({ t: value }, { push });
     const dropped = droppedCharacters(result.tokens, value);
     out.replaceChildren(
       h('div.pieces', { role: 'list', 'aria-label': 'The pieces of the text' }, result.tokens.map((t) => h('span.piece', {
@@ -84,7 +86,8 @@ async function drawPlayground(tokenizer, unkId) {
           h('td', { text: t.start >= 0 ? `${t.start}\u2013${t.end}` : '\u2013' }),
           h('td.text', { text: t.start >= 0 ? codePoints(value).slice(t.start, t.end).join('') : '' }),
           h('td.text', { text: explainToken(t, value, unkId) })))))),
-      ...(dropped.length ? [h('p.note', { text: `Removed before matching (control and formatting characters): ${dropped.map(hex).join(' ')}.` })] : []));
+      ...(dropped.length ? [h('p.note', { text: `Removed before matching (control and formatting characters): ${dropped.map(hex).join(' ')}.` })] : []),
+      ...(linked ? [] : [h('p.note', { text: `This text is ${value.length.toLocaleString('en-US')} characters long, more than the page's link keeps (${MAX_SENTENCE.toLocaleString('en-US')}): the address still holds the last shorter one.` })]));
     out.dataset.ready = 'true';
     out.dataset.text = value;
   };
