@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -340,6 +341,25 @@ TEST_F(TokenizerTest, OneMegabyteOfText) {
   std::vector<int32_t> ids;
   tokenizer_->EncodeIds(text, &ids);
   EXPECT_EQ(static_cast<int32_t>(ids.size()), e.full_length);
+}
+
+// One word of 100,000 combining marks in descending class (230, 220, 202, 1) after "a": the
+// canonical ordering step sorts the run per class in O(n log n); the marks are then stripped,
+// so the word is "a". An insertion sort took minutes here (security review F4); the bound only
+// catches that coming back.
+TEST_F(TokenizerTest, LongRunOfCombiningMarks) {
+  std::string text = "a";
+  for (const char* mark : {"\u0301", "\u0316", "\u0327", "\u0334"}) {
+    for (int k = 0; k < 25000; ++k) text += mark;
+  }
+  text += " cat";
+  const auto start = std::chrono::steady_clock::now();
+  const Encoding e = tokenizer_->Encode(text);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 2.0);
+  const Span cls{"[CLS]", -1, -1, -1}, sep{"[SEP]", -1, -1, -1};
+  EXPECT_EQ(Spans(e), (std::vector<Span>{cls, {"a", 0, 1, 0}, {"cat", 100002, 100005, 1}, sep}));
 }
 
 TEST_F(TokenizerTest, RandomBytesNeverCrash) {

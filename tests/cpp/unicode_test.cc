@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -174,6 +175,43 @@ TEST(Unicode, CombiningClassAndOrdering) {
   CanonicalOrder(&cps, &origin);
   EXPECT_EQ(cps, (std::vector<char32_t>{U'a', 0x0327, 0x0301, U'b', 0x1D165, 0x1D16D}));
   EXPECT_EQ(origin, (std::vector<int>{0, 2, 1, 3, 5, 4}));
+}
+
+// A run of 100,000 marks in descending class is the worst case for an insertion sort (about
+// n^2/2 swaps, minutes); sorted per run it takes milliseconds. The bound only catches a
+// quadratic sort coming back, so it is far above the real time even under the sanitizers.
+TEST(Unicode, CanonicalOrderOfALongRunIsStableAndFast) {
+  const char32_t marks[] = {0x0301, 0x0316, 0x0327, 0x0334};  // classes 230, 220, 202, 1
+  constexpr size_t kPerClass = 25000;
+  std::vector<char32_t> cps = {U'a'};
+  std::vector<int> origin = {0};
+  for (const char32_t mark : marks) {
+    for (size_t k = 0; k < kPerClass; ++k) {
+      cps.push_back(mark);
+      origin.push_back(static_cast<int>(origin.size()));
+    }
+  }
+  cps.push_back(U'b');
+  origin.push_back(static_cast<int>(origin.size()));
+  const auto start = std::chrono::steady_clock::now();
+  CanonicalOrder(&cps, &origin);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 2.0);
+  ASSERT_EQ(cps.size(), 4 * kPerClass + 2);
+  EXPECT_EQ(cps.front(), U'a');
+  EXPECT_EQ(cps.back(), U'b');
+  EXPECT_EQ(origin.back(), static_cast<int>(4 * kPerClass + 1));
+  // Ascending class, and within one class the input's order (origin increasing).
+  for (size_t c = 0; c < 4; ++c) {
+    const char32_t mark = marks[3 - c];
+    const int first_origin = static_cast<int>(1 + (3 - c) * kPerClass);
+    for (size_t k = 0; k < kPerClass; ++k) {
+      const size_t at = 1 + c * kPerClass + k;
+      ASSERT_EQ(cps[at], mark) << at;
+      ASSERT_EQ(origin[at], first_origin + static_cast<int>(k)) << at;
+    }
+  }
 }
 
 TEST(Unicode, BertCharacterClasses) {
