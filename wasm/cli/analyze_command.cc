@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/json.h"
 #include "cli/shards.h"
+#include "cli/text.h"
 #include "core/analysis.h"
 
 namespace attn::cli {
@@ -163,7 +164,8 @@ void WriteBarRow(FILE* out, const std::vector<Token>& tokens, const float* row) 
   const int32_t n = static_cast<int32_t>(tokens.size());
   for (int32_t j = 0; j < n; ++j) {
     const int width = static_cast<int>(row[j] * 40.0f + 0.5f);
-    std::fprintf(out, "    %3d %-16s %.4f %s\n", j, tokens[static_cast<size_t>(j)].text.c_str(),
+    std::fprintf(out, "    %3d %-16s %.4f %s\n", j,
+                 Printable(tokens[static_cast<size_t>(j)].text).c_str(),
                  static_cast<double>(row[j]), std::string(static_cast<size_t>(width), '#').c_str());
   }
   const RowStats stats = ComputeRowStats(row, n);
@@ -179,11 +181,11 @@ void WriteSummary(FILE* out, const Model& model, const SentenceAnalysis& analysi
   const Activations& a = analysis.activations;
   const std::vector<HeadProfile>& profiles = analysis.head_profiles;
   std::fprintf(out, "model: %s (%u layers, %u heads, hidden %u, vocab %u, %s)\n",
-               model.name().c_str(), c.num_hidden_layers, c.num_attention_heads, c.hidden_size,
-               c.vocab_size, model.precision().c_str());
+               Printable(model.name()).c_str(), c.num_hidden_layers, c.num_attention_heads,
+               c.hidden_size, c.vocab_size, Printable(model.precision()).c_str());
   std::fprintf(out, "tokens (%zu%s):", encoding.tokens.size(), encoding.truncated ? ", truncated" : "");
   for (size_t i = 0; i < encoding.tokens.size(); ++i) {
-    std::fprintf(out, " %zu:%s", i, encoding.tokens[i].text.c_str());
+    std::fprintf(out, " %zu:%s", i, Printable(encoding.tokens[i].text).c_str());
   }
   std::fputs("\n\nlayer head  label              prev  next  sink  self  punct  ratio  entropy/log n\n",
              out);
@@ -197,8 +199,8 @@ void WriteSummary(FILE* out, const Model& model, const SentenceAnalysis& analysi
   }
   if (options.word >= 0) {
     std::fprintf(out, "\nrow %d (%s), layer %d head %d:\n", options.word,
-                 encoding.tokens[static_cast<size_t>(options.word)].text.c_str(), options.layer,
-                 options.head);
+                 Printable(encoding.tokens[static_cast<size_t>(options.word)].text).c_str(),
+                 options.layer, options.head);
     WriteBarRow(out, encoding.tokens, a.AttentionRow(options.layer, options.head, options.word));
     std::fprintf(out, "\nrow %d of the attention rollout (residual weight %.2f):\n", options.word,
                  options.residual);
@@ -220,14 +222,15 @@ int RunAnalyze(int argc, char** argv) {
   if (status.ok()) {
     status = ParseHeadList(options.ablate, loaded->model().config(), &analysis_options.removed_heads);
     if (!status.ok()) {
-      std::fprintf(stderr, "attention-cli analyze: --ablate: %s\n%s", status.message().c_str(), kUsage);
+      std::fprintf(stderr, "attention-cli analyze: --ablate: %s\n%s",
+                   Printable(status.message()).c_str(), kUsage);
       return 2;
     }
   }
   SentenceAnalysis analysis;
   if (status.ok()) status = AnalyzeText(*loaded, options.text, analysis_options, &analysis);
   if (!status.ok()) {
-    std::fprintf(stderr, "attention-cli analyze: %s\n", status.message().c_str());
+    std::fprintf(stderr, "attention-cli analyze: %s\n", Printable(status.message()).c_str());
     return 1;
   }
   const Model& model = loaded->model();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/text.h"
 #include "core/analysis.h"
 #include "core/encoder.h"
 #include "core/model_file.h"
@@ -56,12 +57,12 @@ int RunBench(int argc, char** argv) {
   std::unique_ptr<LoadedModel> loaded;
   Status status = LoadedModel::FromFile(model_path, &loaded);
   if (!status.ok()) {
-    std::fprintf(stderr, "attention-cli bench: %s\n", status.message().c_str());
+    std::fprintf(stderr, "attention-cli bench: %s\n", Printable(status.message()).c_str());
     return 1;
   }
   const ModelConfig& c = loaded->model().config();
   std::printf("model: %s (%u layers, %u heads, hidden %u, intermediate %u)\n",
-              loaded->model().name().c_str(), c.num_hidden_layers, c.num_attention_heads,
+              Printable(loaded->model().name()).c_str(), c.num_hidden_layers, c.num_attention_heads,
               c.hidden_size, c.intermediate_size);
   std::printf("%6s %8s %12s %14s %10s %9s\n", "tokens", "repeats", "forward ms", "+analysis ms",
               "GFLOP", "GFLOP/s");
@@ -91,7 +92,7 @@ int RunBench(int argc, char** argv) {
       total_ms.push_back(1e3 * total);
     }
     if (!status.ok()) {
-      std::fprintf(stderr, "attention-cli bench: %s\n", status.message().c_str());
+      std::fprintf(stderr, "attention-cli bench: %s\n", Printable(status.message()).c_str());
       return 1;
     }
     const double flops = Encoder::ForwardFlops(c, n);

@@ -25,6 +25,7 @@
 
 #include "cli/commands.h"
 #include "cli/json.h"
+#include "cli/text.h"
 #include "core/analysis.h"
 
 namespace attn::cli {
@@ -173,7 +174,7 @@ int RunCompare(int argc, char** argv) {
   Options options;
   if (int code = ParseOptions(argc, argv, &options)) return code;
   auto fail = [](const std::string& message) {
-    std::fprintf(stderr, "attention-cli compare: %s\n", message.c_str());
+    std::fprintf(stderr, "attention-cli compare: %s\n", Printable(message).c_str());
     return 1;
   };
 

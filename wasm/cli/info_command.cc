@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/json.h"
+#include "cli/text.h"
 #include "core/model_file.h"
 
 namespace attn::cli {
@@ -56,20 +57,20 @@ void WriteJson(FILE* out, const Model& model) {
 
 void WriteText(FILE* out, const Model& model) {
   const ModelConfig& c = model.config();
-  std::fprintf(out, "name        %s\n", model.name().c_str());
+  std::fprintf(out, "name        %s\n", Printable(model.name()).c_str());
   std::fprintf(out, "shape       %u layers, hidden %u, %u heads of %u, intermediate %u, %u positions, %u token types, vocabulary %u\n",
                c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.head_size(),
                c.intermediate_size, c.max_position_embeddings, c.type_vocab_size, c.vocab_size);
-  std::fprintf(out, "precision   %s\n", model.precision().c_str());
+  std::fprintf(out, "precision   %s\n", Printable(model.precision()).c_str());
   std::fprintf(out, "file        %llu bytes, CRC-32 %08lx, %llu parameters\n",
                static_cast<unsigned long long>(model.file_bytes()),
                static_cast<unsigned long>(model.crc32()),
                static_cast<unsigned long long>(model.parameter_count()));
-  std::fprintf(out, "provenance  %s\n\n", model.provenance().c_str());
+  std::fprintf(out, "provenance  %s\n\n", Printable(model.provenance()).c_str());
   std::fprintf(out, "%-52s %-5s %-12s %10s %12s\n", "tensor", "dtype", "shape", "group", "bytes");
   for (const TensorInfo& t : model.tensors()) {
-    std::fprintf(out, "%-52s %-5s %-12s %10u %12llu\n", t.spec.name.c_str(), DTypeName(t.dtype),
-                 ShapeText(t.spec).c_str(), t.group_size,
+    std::fprintf(out, "%-52s %-5s %-12s %10u %12llu\n", Printable(t.spec.name).c_str(),
+                 DTypeName(t.dtype), ShapeText(t.spec).c_str(), t.group_size,
                  static_cast<unsigned long long>(t.byte_count));
   }
 }
@@ -97,7 +98,7 @@ int RunInfo(int argc, char** argv) {
   std::unique_ptr<Model> model;
   const Status status = Model::FromFile(model_path, &model);
   if (!status.ok()) {
-    std::fprintf(stderr, "attention-cli info: %s\n", status.message().c_str());
+    std::fprintf(stderr, "attention-cli info: %s\n", Printable(status.message()).c_str());
     return 1;
   }
   if (json) {

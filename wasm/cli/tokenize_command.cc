@@ -20,6 +20,7 @@
 
 #include "cli/commands.h"
 #include "cli/json.h"
+#include "cli/text.h"
 #include "core/model_file.h"
 #include "core/tokenizer.h"
 
@@ -69,7 +70,8 @@ void WriteJson(FILE* out, const Encoding& encoding) {
 
 void WritePlain(FILE* out, const Encoding& encoding) {
   for (const Token& t : encoding.tokens) {
-    std::fprintf(out, "%d\t%s\t%d\t%d\t%d\n", t.id, t.text.c_str(), t.start, t.end, t.word);
+    std::fprintf(out, "%d\t%s\t%d\t%d\t%d\n", t.id, Printable(t.text).c_str(), t.start, t.end,
+                 t.word);
   }
 }
 
@@ -173,7 +175,7 @@ int RunTokenize(int argc, char** argv) {
   Tokenizer tokenizer;
   Status status = LoadTokenizer(vocab_path, model_path, &tokenizer);
   if (!status.ok()) {
-    std::fprintf(stderr, "attention-cli tokenize: %s\n", status.message().c_str());
+    std::fprintf(stderr, "attention-cli tokenize: %s\n", Printable(status.message()).c_str());
     return 1;
   }
 
