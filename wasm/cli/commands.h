@@ -14,5 +14,9 @@ int RunBench(int argc, char** argv);
 int RunCompare(int argc, char** argv);
 // attention-cli info --model FILE [--json] (info_command.cc)
 int RunInfo(int argc, char** argv);
+// attention-cli profile --model FILE --sentences FILE --json (set_commands.cc)
+int RunProfile(int argc, char** argv);
+// attention-cli contribution --model FILE --sentences FILE --json (set_commands.cc)
+int RunContribution(int argc, char** argv);
 
 }  // namespace attn::cli

@@ -15,6 +15,8 @@ void PrintUsage(FILE* out) {
                "  attention-cli bench --model FILE\n"
                "  attention-cli compare --reference FILE --model FILE... --sentences FILE\n"
                "  attention-cli info --model FILE [--json]\n"
+               "  attention-cli profile --model FILE --sentences FILE --json [--per-sentence]\n"
+               "  attention-cli contribution --model FILE --sentences FILE --json\n"
                "TEXT '-' reads standard input.\n");
 }
 
@@ -31,6 +33,8 @@ int main(int argc, char** argv) {
   if (std::strcmp(command, "bench") == 0) return attn::cli::RunBench(argc - 2, argv + 2);
   if (std::strcmp(command, "compare") == 0) return attn::cli::RunCompare(argc - 2, argv + 2);
   if (std::strcmp(command, "info") == 0) return attn::cli::RunInfo(argc - 2, argv + 2);
+  if (std::strcmp(command, "profile") == 0) return attn::cli::RunProfile(argc - 2, argv + 2);
+  if (std::strcmp(command, "contribution") == 0) return attn::cli::RunContribution(argc - 2, argv + 2);
   std::fprintf(stderr, "attention-cli: unknown command '%s'.\n", command);
   PrintUsage(stderr);
   return 2;

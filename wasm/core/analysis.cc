@@ -156,6 +156,10 @@ Status HeadProfile::AddRows(const std::vector<RowStats>& rows_stats, const std::
     return Status::Error("head profile: got " + std::to_string(roles.size()) +
                          " token roles for " + std::to_string(n) + " tokens; pass one role per token");
   }
+  const auto special = [&](int32_t k) {
+    const TokenRole r = roles[static_cast<size_t>(k)];
+    return r == TokenRole::kCls || r == TokenRole::kSep;
+  };
   for (int32_t i = 0; i < n; ++i) {
     const RowStats& stats = rows_stats[static_cast<size_t>(i)];
     const int32_t j = stats.argmax;
@@ -170,8 +174,48 @@ Status HeadProfile::AddRows(const std::vector<RowStats>& rows_stats, const std::
     entropy_sum += stats.entropy;
     normalized_entropy_sum += stats.normalized_entropy;
     ratio_to_uniform_sum += stats.ratio_to_uniform;
+
+    const bool has_previous = i - 1 >= 0 && !special(i - 1);
+    const bool has_next = i + 1 < n && !special(i + 1);
+    if (roles[static_cast<size_t>(i)] == TokenRole::kOrdinary) {
+      ++word_rows;
+      word_rows_with_previous += has_previous;
+      word_previous += has_previous && j == i - 1;
+      word_rows_with_next += has_next;
+      word_next += has_next && j == i + 1;
+    }
+    if (special(j)) ++target_special;
+    else if (j == i) ++target_self;
+    else if (j == i - 1) ++target_previous;
+    else if (j == i + 1) ++target_next;
+    else if (role == TokenRole::kPunctuation) ++target_punctuation;
+    else ++target_other;
   }
   return Status::Ok();
+}
+
+void HeadProfile::Merge(const HeadProfile& o) {
+  rows += o.rows;
+  previous_token += o.previous_token;
+  next_token += o.next_token;
+  cls += o.cls;
+  sep += o.sep;
+  self += o.self;
+  punctuation += o.punctuation;
+  entropy_sum += o.entropy_sum;
+  normalized_entropy_sum += o.normalized_entropy_sum;
+  ratio_to_uniform_sum += o.ratio_to_uniform_sum;
+  word_rows += o.word_rows;
+  word_rows_with_previous += o.word_rows_with_previous;
+  word_previous += o.word_previous;
+  word_rows_with_next += o.word_rows_with_next;
+  word_next += o.word_next;
+  target_special += o.target_special;
+  target_self += o.target_self;
+  target_previous += o.target_previous;
+  target_next += o.target_next;
+  target_punctuation += o.target_punctuation;
+  target_other += o.target_other;
 }
 
 HeadLabel HeadProfile::Label() const {
@@ -284,6 +328,30 @@ Status LoadedModel::TopPredictions(const SentenceAnalysis& analysis, int32_t pos
     out->push_back({id, tokenizer_.vocab().piece(id),
                     std::exp(static_cast<double>(logits[static_cast<size_t>(id)]) - max_logit) / total});
   }
+  return Status::Ok();
+}
+
+Status LoadedModel::ProbabilityOf(const SentenceAnalysis& analysis, int32_t position, int32_t id,
+                                  EntryProbability* out) const {
+  std::vector<float> logits;
+  Status status = encoder_->MaskedLmLogits(analysis.activations, position, &logits);
+  if (!status.ok()) return status;
+  if (id < 0 || static_cast<size_t>(id) >= logits.size()) {
+    return Status::Error("entry " + std::to_string(id) + " is not in the vocabulary of " +
+                         std::to_string(logits.size()) + " entries");
+  }
+  const float target = logits[static_cast<size_t>(id)];
+  const auto best = std::max_element(logits.begin(), logits.end());
+  const double max_logit = *best;
+  double total = 0;
+  int32_t larger = 0;
+  for (float z : logits) {
+    total += std::exp(static_cast<double>(z) - max_logit);
+    larger += z > target;
+  }
+  out->probability = std::exp(static_cast<double>(target) - max_logit) / total;
+  out->rank = larger + 1;
+  out->top1 = static_cast<int32_t>(best - logits.begin());
   return Status::Ok();
 }
 

@@ -87,10 +87,27 @@ struct HeadProfile {
   double normalized_entropy_sum = 0;
   double ratio_to_uniform_sum = 0;
 
+  // Word rows: rows of ordinary tokens (not [CLS], [SEP] or punctuation; a word's pieces each
+  // count), the rows a reader clicks. A word row "has a previous token" when position i - 1 is
+  // a token of the text (not [CLS]); "has a next token" when i + 1 is one (not [SEP]). The
+  // shares of word rows on the previous or next token are taken over the rows that have one,
+  // so a sentence's first word, which has no previous token, is not counted as a miss.
+  int64_t word_rows = 0;
+  int64_t word_rows_with_previous = 0, word_previous = 0;  // argmax at i - 1
+  int64_t word_rows_with_next = 0, word_next = 0;          // argmax at i + 1
+  // Where every row's argmax falls, as a partition (each row in exactly one, in this order of
+  // precedence): a [CLS] or [SEP] position, the row's own position, the previous text token,
+  // the next text token, another punctuation token, anywhere else. Sums to rows.
+  int64_t target_special = 0, target_self = 0, target_previous = 0, target_next = 0,
+          target_punctuation = 0, target_other = 0;
+
   // Adds every row of one head's attention (n, n) for one sentence; roles has n entries.
   Status Add(const float* attention, int32_t n, const std::vector<TokenRole>& roles);
   // The same from the rows' statistics, already computed: (n) stats and (n) roles.
   Status AddRows(const std::vector<RowStats>& rows, const std::vector<TokenRole>& roles);
+
+  // Adds another profile's counts (the same head over other sentences).
+  void Merge(const HeadProfile& other);
 
   double Fraction(int64_t count) const { return rows ? static_cast<double>(count) / rows : 0.0; }
   double mean_entropy() const { return rows ? entropy_sum / rows : 0.0; }
@@ -180,6 +197,16 @@ class LoadedModel {
   // this model, best first. Fails when the model has no masked-LM head.
   Status TopPredictions(const SentenceAnalysis& analysis, int32_t position, int32_t k,
                         std::vector<Prediction>* out) const;
+  // The exact softmax probability of entry `id` at one position over the whole vocabulary, its
+  // rank (1 + the number of entries with a larger score) and the most probable entry (the
+  // lowest id on ties). Fails as TopPredictions does, or when id is not in the vocabulary.
+  struct EntryProbability {
+    double probability = 0;
+    int32_t rank = 0;
+    int32_t top1 = 0;
+  };
+  Status ProbabilityOf(const SentenceAnalysis& analysis, int32_t position, int32_t id,
+                       EntryProbability* out) const;
 
  private:
   LoadedModel() = default;

@@ -1,0 +1,355 @@
+// attention-cli profile and attention-cli contribution: the core's statistics over a sentence
+// set (core/sentence_set.h), as one JSON object on standard output. These are the numbers the
+// series' posts show; scripts/site/build_site.mjs runs both on the f32 model when it builds the
+// site. docs/ARCHITECTURE.md ("Set statistics") gives the JSON field by field.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/json.h"
+#include "cli/shards.h"
+#include "core/sentence_set.h"
+
+namespace attn::cli {
+namespace {
+
+struct SetOptions {
+  std::string model_path, sentences_path, shards;
+  bool json = false, per_sentence = false, progress = false;
+  stats::BootstrapOptions bootstrap;
+  int32_t permutations = 10000;
+};
+
+bool ParseCount(const char* s, long low, long high, long* out) {
+  char* end = nullptr;
+  const long v = std::strtol(s, &end, 10);
+  if (end == s || *end != '\0' || v < low || v > high) return false;
+  *out = v;
+  return true;
+}
+
+// Returns 0 when parsed, else the exit code (usage errors are 2).
+int ParseSetOptions(const char* command, const char* usage, int argc, char** argv, SetOptions* options) {
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    long value = 0;
+    if (arg == "--json") {
+      options->json = true;
+    } else if (arg == "--per-sentence") {
+      options->per_sentence = true;
+    } else if (arg == "--progress") {
+      options->progress = true;
+    } else if (arg == "--model" && has_value) {
+      options->model_path = argv[++i];
+    } else if (arg == "--sentences" && has_value) {
+      options->sentences_path = argv[++i];
+    } else if (arg == "--shards" && has_value) {
+      options->shards = argv[++i];
+    } else if ((arg == "--resamples" || arg == "--permutations" || arg == "--seed") && has_value) {
+      if (!ParseCount(argv[++i], 0, 100000000, &value)) {
+        std::fprintf(stderr, "attention-cli %s: %s needs a whole number from 0 to 100000000, got '%s'.\n%s",
+                     command, arg.c_str(), argv[i], usage);
+        return 2;
+      }
+      if (arg == "--resamples") options->bootstrap.resamples = static_cast<int32_t>(value);
+      if (arg == "--permutations") options->permutations = static_cast<int32_t>(value);
+      if (arg == "--seed") options->bootstrap.seed = static_cast<uint64_t>(value);
+    } else {
+      std::fprintf(stderr, "attention-cli %s: unknown or incomplete option '%s'.\n%s", command, arg.c_str(), usage);
+      return 2;
+    }
+  }
+  if (options->model_path.empty() || options->sentences_path.empty() || !options->json) {
+    std::fprintf(stderr, "attention-cli %s: %s is missing.\n%s", command,
+                 options->model_path.empty() ? "--model FILE"
+                 : options->sentences_path.empty() ? "--sentences FILE"
+                                                   : "--json (the only output form)",
+                 usage);
+    return 2;
+  }
+  return 0;
+}
+
+// The model, its optional shards and the sentences (every non-empty line); false after
+// printing why not.
+bool LoadInputs(const char* command, const SetOptions& options, std::unique_ptr<LoadedModel>* model,
+                std::vector<std::string>* sentences) {
+  Status status = LoadedModel::FromFile(options.model_path, model);
+  if (status.ok() && !options.shards.empty()) status = LoadShardFolder(options.shards, model->get());
+  if (!status.ok()) {
+    std::fprintf(stderr, "attention-cli %s: %s\n", command, status.message().c_str());
+    return false;
+  }
+  std::ifstream in(options.sentences_path);
+  if (!in) {
+    std::fprintf(stderr, "attention-cli %s: cannot open the sentences file '%s'.\n", command,
+                 options.sentences_path.c_str());
+    return false;
+  }
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) sentences->push_back(line);
+  }
+  if (sentences->empty()) {
+    std::fprintf(stderr, "attention-cli %s: the sentences file '%s' has no sentences (one per line).\n",
+                 command, options.sentences_path.c_str());
+    return false;
+  }
+  return true;
+}
+
+std::function<void(size_t, size_t)> ProgressLine(const char* command, bool on) {
+  if (!on) return {};
+  // A line every 25 sentences, which reads well in a build log as on a terminal.
+  return [command](size_t done, size_t total) {
+    if (done % 25 == 0 || done == total) std::fprintf(stderr, "attention-cli %s: %zu of %zu sentences\n", command, done, total);
+  };
+}
+
+// {"name", "layers", "heads", "hidden", "vocab_size", "precision"}, as analyze writes it.
+void WriteModel(FILE* out, const Model& model) {
+  const ModelConfig& c = model.config();
+  std::fputs("{\"name\":", out);
+  WriteJsonString(out, model.name());
+  std::fprintf(out, ",\"layers\":%u,\"heads\":%u,\"hidden\":%u,\"vocab_size\":%u,\"precision\":",
+               c.num_hidden_layers, c.num_attention_heads, c.hidden_size, c.vocab_size);
+  WriteJsonString(out, model.precision());
+  std::fputc('}', out);
+}
+
+void WriteBootstrap(FILE* out, const stats::BootstrapOptions& b) {
+  std::fprintf(out, "{\"unit\":\"sentence\",\"resamples\":%d,\"seed\":%llu,\"level\":", b.resamples,
+               static_cast<unsigned long long>(b.seed));
+  WriteJsonStatistic(out, b.level);
+  std::fputc('}', out);
+}
+
+// {"value", "low", "high"}: the estimate over the set and its bootstrap interval.
+void WriteEstimate(FILE* out, const Estimate& e) {
+  std::fputs("{\"value\":", out);
+  WriteJsonNumber(out, e.value, 9);
+  std::fputs(",\"low\":", out);
+  WriteJsonNumber(out, e.interval.low, 9);
+  std::fputs(",\"high\":", out);
+  WriteJsonNumber(out, e.interval.high, 9);
+  std::fputc('}', out);
+}
+
+void WriteCounts(FILE* out, const HeadProfile& p) {
+  const std::pair<const char*, int64_t> counts[] = {
+      {"rows", p.rows}, {"previous_token", p.previous_token}, {"next_token", p.next_token}, {"cls", p.cls},
+      {"sep", p.sep}, {"self", p.self}, {"punctuation", p.punctuation}, {"word_rows", p.word_rows},
+      {"word_rows_with_previous", p.word_rows_with_previous}, {"word_previous", p.word_previous},
+      {"word_rows_with_next", p.word_rows_with_next}, {"word_next", p.word_next},
+      {"target_special", p.target_special}, {"target_self", p.target_self},
+      {"target_previous", p.target_previous}, {"target_next", p.target_next},
+      {"target_punctuation", p.target_punctuation}, {"target_other", p.target_other},
+  };
+  std::fputc('{', out);
+  bool first = true;
+  for (const auto& [name, count] : counts) {
+    std::fprintf(out, "%s\"%s\":%lld", first ? "" : ",", name, static_cast<long long>(count));
+    first = false;
+  }
+  const std::pair<const char*, double> sums[] = {{"entropy_sum", p.entropy_sum},
+                                                 {"normalized_entropy_sum", p.normalized_entropy_sum},
+                                                 {"ratio_to_uniform_sum", p.ratio_to_uniform_sum}};
+  for (const auto& [name, sum] : sums) {
+    std::fprintf(out, ",\"%s\":", name);
+    WriteJsonNumber(out, sum, 17);
+  }
+  std::fputc('}', out);
+}
+
+constexpr const char* kProfileUsage =
+    "usage: attention-cli profile --model FILE [--shards DIR] --sentences FILE --json [--per-sentence]\n"
+    "                             [--resamples B] [--seed S] [--progress]\n"
+    "  Every head over the sentences (one per line): the counts behind each share with their\n"
+    "  denominators, the label by the core's rule, and cluster-bootstrap intervals over sentences\n"
+    "  (B resamples, default 1000) with the share of resamples that reproduce the label.\n"
+    "  --per-sentence  add every sentence's counts (to re-derive the bootstrap independently)\n";
+
+constexpr const char* kContributionUsage =
+    "usage: attention-cli contribution --model FILE [--shards DIR] --sentences FILE --json\n"
+    "                                  [--resamples B] [--permutations P] [--seed S] [--progress]\n"
+    "  Every whole word of every sentence, masked alone: the exact probability of the original\n"
+    "  word, each head's largest weight in the [MASK] row, and the probability with each head\n"
+    "  alone removed (head_mask semantics); with a summary (bootstrap B, default 1000; the\n"
+    "  agreement's permutation null P, default 10000).\n";
+
+}  // namespace
+
+int RunProfile(int argc, char** argv) {
+  SetOptions options;
+  if (int code = ParseSetOptions("profile", kProfileUsage, argc, argv, &options)) return code;
+  std::unique_ptr<LoadedModel> model;
+  std::vector<std::string> sentences;
+  if (!LoadInputs("profile", options, &model, &sentences)) return 1;
+  SetProfile profile;
+  Status status = ProfileSentences(*model, sentences, options.bootstrap, &profile, ProgressLine("profile", options.progress));
+  if (!status.ok()) {
+    std::fprintf(stderr, "attention-cli profile: %s\n", status.message().c_str());
+    return 1;
+  }
+  FILE* out = stdout;
+  const int heads = static_cast<int>(model->model().config().num_attention_heads);
+  std::fputs("{\"model\":", out);
+  WriteModel(out, model->model());
+  std::fprintf(out, ",\"sentences\":%d,\"bootstrap\":", profile.sentences);
+  WriteBootstrap(out, options.bootstrap);
+  std::fputs(",\"label_rule\":{\"broad_normalized_entropy\":", out);
+  WriteJsonStatistic(out, HeadProfile::kBroadEntropy);
+  std::fputs(",\"label_fraction\":", out);
+  WriteJsonStatistic(out, HeadProfile::kLabelFraction);
+  std::fputs(",\"stable_label\":", out);
+  WriteJsonStatistic(out, kStableLabel);
+  std::fputs("},\"heads\":[", out);
+  const auto& shares = ProfileShares();
+  for (size_t k = 0; k < profile.heads.size(); ++k) {
+    const HeadSetProfile& head = profile.heads[k];
+    std::fprintf(out, "%s{\"layer\":%d,\"head\":%d,\"label\":", k ? "," : "",
+                 static_cast<int>(k) / heads + 1, static_cast<int>(k) % heads + 1);
+    WriteJsonString(out, HeadLabelName(head.label));
+    std::fputs(",\"label_stability\":", out);
+    WriteJsonStatistic(out, head.label_stability);
+    std::fprintf(out, ",\"borderline\":%s,\"counts\":", head.label_stability < kStableLabel ? "true" : "false");
+    WriteCounts(out, head.counts);
+    // Each share with its numerator and denominator, so that a reader can check it.
+    std::fputs(",\"shares\":{", out);
+    for (size_t q = 0; q < shares.size(); ++q) {
+      std::fprintf(out, "%s\"%s\":{\"numerator\":%lld,\"denominator\":%lld,\"estimate\":", q ? "," : "",
+                   shares[q].name, static_cast<long long>(shares[q].numerator(head.counts)),
+                   static_cast<long long>(shares[q].denominator(head.counts)));
+      WriteEstimate(out, head.shares[q]);
+      std::fputc('}', out);
+    }
+    std::fputs("},\"mean_normalized_entropy\":", out);
+    WriteEstimate(out, head.mean_normalized_entropy);
+    std::fputs(",\"mean_ratio_to_uniform\":", out);
+    WriteEstimate(out, head.mean_ratio_to_uniform);
+    std::fputs(",\"mean_entropy\":", out);
+    WriteJsonNumber(out, head.counts.mean_entropy(), 9);
+    std::fputc('}', out);
+  }
+  std::fputc(']', out);
+  if (options.per_sentence) {
+    std::fputs(",\"per_sentence\":[", out);
+    for (size_t s = 0; s < profile.per_sentence.size(); ++s) {
+      std::fputs(s ? ",[" : "[", out);
+      for (size_t k = 0; k < profile.per_sentence[s].size(); ++k) {
+        if (k) std::fputc(',', out);
+        WriteCounts(out, profile.per_sentence[s][k]);
+      }
+      std::fputc(']', out);
+    }
+    std::fputc(']', out);
+  }
+  std::fputs("}\n", out);
+  return std::fflush(out) == 0 ? 0 : 1;
+}
+
+int RunContribution(int argc, char** argv) {
+  SetOptions options;
+  if (int code = ParseSetOptions("contribution", kContributionUsage, argc, argv, &options)) return code;
+  std::unique_ptr<LoadedModel> model;
+  std::vector<std::string> sentences;
+  if (!LoadInputs("contribution", options, &model, &sentences)) return 1;
+  std::vector<WordContribution> words;
+  Status status = MeasureContributions(*model, sentences, &words, ProgressLine("contribution", options.progress));
+  if (!status.ok()) {
+    std::fprintf(stderr, "attention-cli contribution: %s\n", status.message().c_str());
+    return 1;
+  }
+  const ModelConfig& c = model->model().config();
+  const int32_t heads = static_cast<int32_t>(c.num_hidden_layers * c.num_attention_heads);
+  const ContributionSummary summary = SummarizeContributions(
+      words, static_cast<int32_t>(sentences.size()), heads, options.bootstrap, options.permutations);
+  FILE* out = stdout;
+  std::fputs("{\"model\":", out);
+  WriteModel(out, model->model());
+  std::fprintf(out, ",\"sentences\":%zu,\"heads\":%d,\"predicted_rank\":%d,\"bootstrap\":", sentences.size(),
+               heads, kPredictedRank);
+  WriteBootstrap(out, options.bootstrap);
+  std::fprintf(out, ",\"permutations\":%d,\"words\":[", options.permutations);
+  const Vocab& vocab = model->tokenizer().vocab();
+  for (size_t w = 0; w < words.size(); ++w) {
+    const WordContribution& x = words[w];
+    std::fprintf(out, "%s{\"sentence\":%d,\"token\":%d,\"word\":", w ? "," : "", x.sentence, x.token);
+    WriteJsonString(out, x.word);
+    std::fprintf(out, ",\"id\":%d,\"p_full\":", x.id);
+    WriteJsonNumber(out, x.p_full, 17);
+    std::fprintf(out, ",\"rank_full\":%d,\"top1_full\":%d,\"top1_full_text\":", x.rank_full, x.top1_full);
+    WriteJsonString(out, vocab.piece(x.top1_full));
+    std::fputs(",\"attention\":[", out);
+    for (size_t k = 0; k < x.attention.size(); ++k) {
+      if (k) std::fputc(',', out);
+      WriteJsonFloat(out, x.attention[k]);
+    }
+    std::fputs("],\"p_removed\":[", out);
+    for (size_t k = 0; k < x.p_removed.size(); ++k) {
+      if (k) std::fputc(',', out);
+      WriteJsonNumber(out, x.p_removed[k], 17);
+    }
+    std::fputs("],\"top1_removed\":[", out);
+    for (size_t k = 0; k < x.top1_removed.size(); ++k) std::fprintf(out, "%s%d", k ? "," : "", x.top1_removed[k]);
+    std::fputs("]}", out);
+  }
+  const ContributionSummary& s = summary;
+  std::fprintf(out, "],\"summary\":{\"words\":%lld,\"top1_correct\":%lld,\"rho_defined\":%lld",
+               static_cast<long long>(s.words), static_cast<long long>(s.top1_correct),
+               static_cast<long long>(s.rho_defined));
+  const std::pair<const char*, const ContributionSummary::EffectGroup*> groups[] = {
+      {"predicted", &s.predicted}, {"unpredicted", &s.unpredicted}};
+  for (const auto& [name, group] : groups) {
+    std::fprintf(out, ",\"%s\":{\"words\":%lld,\"mean_abs_effect\":", name, static_cast<long long>(group->words));
+    WriteEstimate(out, group->mean_abs_effect);
+    std::fputs(",\"mean_abs_log_effect\":", out);
+    WriteEstimate(out, group->mean_abs_log_effect);
+    std::fputc('}', out);
+  }
+  std::fprintf(out, ",\"agreement\":{\"words\":%lld,\"observed\":%lld,\"expected\":",
+               static_cast<long long>(s.agreement.items), static_cast<long long>(s.agreement.observed));
+  WriteJsonNumber(out, s.agreement.expected, 9);
+  std::fputs(",\"p_value\":", out);
+  WriteJsonNumber(out, s.agreement.p_value, 6);
+  std::fprintf(out, ",\"permutations\":%d,\"share\":", s.agreement.permutations);
+  WriteEstimate(out, s.agreement_share);
+  std::fprintf(out, ",\"distinct_attending\":%d,\"distinct_consequential\":%d}", s.distinct_attending,
+               s.distinct_consequential);
+  const std::pair<const char*, const Estimate*> estimates[] = {
+      {"rho_per_word", &s.rho_per_word},   {"rho_constant_attention", &s.rho_constant_attention},
+      {"rho_beyond_head", &s.rho_beyond_head}, {"within_rho", &s.within_rho},
+      {"within_rho_log", &s.within_rho_log},   {"top1_survival", &s.top1_survival},
+  };
+  for (const auto& [name, estimate] : estimates) {
+    std::fprintf(out, ",\"%s\":", name);
+    WriteEstimate(out, *estimate);
+  }
+  std::fputs(",\"per_head\":[", out);
+  for (size_t k = 0; k < s.per_head.size(); ++k) {
+    const ContributionSummary::Head& h = s.per_head[k];
+    std::fprintf(out, "%s{\"layer\":%d,\"head\":%d", k ? "," : "",
+                 static_cast<int>(k / c.num_attention_heads) + 1, static_cast<int>(k % c.num_attention_heads) + 1);
+    const std::pair<const char*, double> fields[] = {
+        {"mean_attention", h.mean_attention}, {"mean_abs_effect", h.mean_abs_effect},
+        {"mean_abs_log_effect", h.mean_abs_log_effect}, {"top1_survival", h.top1_survival},
+        {"within_rho", h.within_rho}, {"within_rho_log", h.within_rho_log},
+    };
+    for (const auto& [name, value] : fields) {
+      std::fprintf(out, ",\"%s\":", name);
+      WriteJsonNumber(out, value, 9);
+    }
+    std::fprintf(out, ",\"most_attending\":%lld,\"most_consequential\":%lld}",
+                 static_cast<long long>(h.most_attending), static_cast<long long>(h.most_consequential));
+  }
+  std::fputs("]}}\n", out);
+  return std::fflush(out) == 0 ? 0 : 1;
+}
+
+}  // namespace attn::cli

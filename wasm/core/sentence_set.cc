@@ -1,0 +1,337 @@
+// Head profiles and head-removal contributions over a sentence set, with their bootstrap
+// intervals (sentence_set.h says what each number means).
+#include "core/sentence_set.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <set>
+
+namespace attn {
+namespace {
+
+double Ratio(int64_t numerator, int64_t denominator) {
+  return denominator ? static_cast<double>(numerator) / static_cast<double>(denominator)
+                     : std::numeric_limits<double>::quiet_NaN();
+}
+
+double Mean(const std::vector<double>& values) {
+  double sum = 0;
+  int64_t count = 0;
+  for (double v : values) {
+    if (!std::isfinite(v)) continue;
+    sum += v;
+    ++count;
+  }
+  return count ? sum / static_cast<double>(count) : std::numeric_limits<double>::quiet_NaN();
+}
+
+// A statistic's value over the set and over every resample, made into an Estimate.
+Estimate FromResamples(double value, const std::vector<double>& resampled, double level) {
+  return {value, stats::PercentileInterval(resampled, level)};
+}
+
+}  // namespace
+
+const std::vector<ProfileShare>& ProfileShares() {
+  using P = const HeadProfile&;
+  static const std::vector<ProfileShare> shares = {
+      {"word_previous", [](P p) { return p.word_previous; }, [](P p) { return p.word_rows_with_previous; }},
+      {"word_next", [](P p) { return p.word_next; }, [](P p) { return p.word_rows_with_next; }},
+      {"word_previous_of_all_word_rows", [](P p) { return p.word_previous; }, [](P p) { return p.word_rows; }},
+      {"word_next_of_all_word_rows", [](P p) { return p.word_next; }, [](P p) { return p.word_rows; }},
+      {"target_special", [](P p) { return p.target_special; }, [](P p) { return p.rows; }},
+      {"target_self", [](P p) { return p.target_self; }, [](P p) { return p.rows; }},
+      {"target_previous", [](P p) { return p.target_previous; }, [](P p) { return p.rows; }},
+      {"target_next", [](P p) { return p.target_next; }, [](P p) { return p.rows; }},
+      {"target_punctuation", [](P p) { return p.target_punctuation; }, [](P p) { return p.rows; }},
+      {"target_other", [](P p) { return p.target_other; }, [](P p) { return p.rows; }},
+      {"previous_token", [](P p) { return p.previous_token; }, [](P p) { return p.rows; }},
+      {"next_token", [](P p) { return p.next_token; }, [](P p) { return p.rows; }},
+      {"sink", [](P p) { return p.cls + p.sep; }, [](P p) { return p.rows; }},
+      {"self", [](P p) { return p.self; }, [](P p) { return p.rows; }},
+      {"punctuation", [](P p) { return p.punctuation; }, [](P p) { return p.rows; }},
+  };
+  return shares;
+}
+
+Status ProfileSentences(LoadedModel& model, const std::vector<std::string>& sentences,
+                        const stats::BootstrapOptions& bootstrap, SetProfile* out,
+                        const std::function<void(size_t, size_t)>& progress) {
+  if (sentences.empty()) return Status::Error("the sentence set is empty; give at least one sentence");
+  AnalysisOptions options;
+  options.outputs = kOutputHeadProfiles;
+  SentenceAnalysis analysis;
+  out->sentences = static_cast<int32_t>(sentences.size());
+  out->per_sentence.clear();
+  for (size_t s = 0; s < sentences.size(); ++s) {
+    Status status = AnalyzeText(model, sentences[s], options, &analysis);
+    if (!status.ok()) return Status::Error("sentence " + std::to_string(s + 1) + ": " + status.message());
+    out->per_sentence.push_back(analysis.head_profiles);
+    if (progress) progress(s + 1, sentences.size());
+  }
+  const size_t heads = out->per_sentence[0].size();
+  const auto resamples = stats::ClusterResamples(static_cast<uint32_t>(sentences.size()), bootstrap);
+  const auto& shares = ProfileShares();
+  out->heads.assign(heads, HeadSetProfile());
+  for (size_t k = 0; k < heads; ++k) {
+    HeadSetProfile& head = out->heads[k];
+    for (const auto& sentence : out->per_sentence) head.counts.Merge(sentence[k]);
+    head.label = head.counts.Label();
+    std::vector<std::vector<double>> resampled(shares.size() + 2);
+    int64_t same_label = 0;
+    for (const auto& draw : resamples) {
+      HeadProfile sum;
+      for (uint32_t s : draw) sum.Merge(out->per_sentence[s][k]);
+      same_label += sum.Label() == head.label;
+      for (size_t q = 0; q < shares.size(); ++q) {
+        resampled[q].push_back(Ratio(shares[q].numerator(sum), shares[q].denominator(sum)));
+      }
+      resampled[shares.size()].push_back(sum.mean_normalized_entropy());
+      resampled[shares.size() + 1].push_back(sum.mean_ratio_to_uniform());
+    }
+    head.label_stability = resamples.empty() ? 1.0 : Ratio(same_label, static_cast<int64_t>(resamples.size()));
+    for (size_t q = 0; q < shares.size(); ++q) {
+      head.shares.push_back(FromResamples(
+          Ratio(shares[q].numerator(head.counts), shares[q].denominator(head.counts)), resampled[q], bootstrap.level));
+    }
+    head.mean_normalized_entropy =
+        FromResamples(head.counts.mean_normalized_entropy(), resampled[shares.size()], bootstrap.level);
+    head.mean_ratio_to_uniform =
+        FromResamples(head.counts.mean_ratio_to_uniform(), resampled[shares.size() + 1], bootstrap.level);
+  }
+  return Status::Ok();
+}
+
+bool IsWholeWord(const SentenceAnalysis& analysis, int32_t position) {
+  const int32_t n = analysis.tokens();
+  if (position < 0 || position >= n) return false;
+  if (analysis.roles[static_cast<size_t>(position)] != TokenRole::kOrdinary) return false;
+  const int32_t word = analysis.encoding.tokens[static_cast<size_t>(position)].word;
+  int32_t pieces = 0;
+  for (const Token& t : analysis.encoding.tokens) pieces += t.word == word;
+  return pieces == 1;
+}
+
+Status MeasureContributions(LoadedModel& model, const std::vector<std::string>& sentences,
+                            std::vector<WordContribution>* out,
+                            const std::function<void(size_t, size_t)>& progress) {
+  if (sentences.empty()) return Status::Error("the sentence set is empty; give at least one sentence");
+  const ModelConfig& config = model.model().config();
+  const size_t heads = size_t{config.num_hidden_layers} * config.num_attention_heads;
+  out->clear();
+  SentenceAnalysis plain, masked, removed;
+  AnalysisOptions plain_options;
+  plain_options.outputs = 0;
+  for (size_t s = 0; s < sentences.size(); ++s) {
+    const std::string where = "sentence " + std::to_string(s + 1) + ": ";
+    Status status = AnalyzeText(model, sentences[s], plain_options, &plain);
+    if (!status.ok()) return Status::Error(where + status.message());
+    for (int32_t i = 0; i < plain.tokens(); ++i) {
+      if (!IsWholeWord(plain, i)) continue;
+      WordContribution w;
+      w.sentence = static_cast<int32_t>(s);
+      w.token = i;
+      w.id = plain.encoding.tokens[static_cast<size_t>(i)].id;
+      w.word = plain.encoding.tokens[static_cast<size_t>(i)].text;
+      AnalysisOptions options = plain_options;
+      options.masked_positions = {i};
+      status = AnalyzeText(model, sentences[s], options, &masked);
+      LoadedModel::EntryProbability probability;
+      if (status.ok()) status = model.ProbabilityOf(masked, i, w.id, &probability);
+      if (!status.ok()) return Status::Error(where + status.message());
+      w.p_full = probability.probability;
+      w.rank_full = probability.rank;
+      w.top1_full = probability.top1;
+      const Activations& a = masked.activations;
+      for (int32_t l = 0; l < a.layers; ++l) {
+        for (int32_t h = 0; h < a.heads; ++h) w.attention.push_back(a.Attention(l, h).row(i).maxCoeff());
+      }
+      options.removed_heads.assign(heads, 0);
+      for (size_t k = 0; k < heads; ++k) {
+        options.removed_heads[k] = 1;
+        status = AnalyzeText(model, sentences[s], options, &removed);
+        if (status.ok()) status = model.ProbabilityOf(removed, i, w.id, &probability);
+        if (!status.ok()) return Status::Error(where + status.message());
+        w.p_removed.push_back(probability.probability);
+        w.top1_removed.push_back(probability.top1);
+        options.removed_heads[k] = 0;
+      }
+      out->push_back(std::move(w));
+    }
+    if (progress) progress(s + 1, sentences.size());
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// Per word, what every statistic of the summary is made of; computed once.
+struct WordValues {
+  std::vector<double> attention, abs_effect, abs_log_effect;  // (K) each
+  int32_t most_attending = 0, most_consequential = 0;
+  double rho = 0;  // Spearman over heads of attention with abs_effect (NaN when undefined)
+  bool predicted = false;
+  int64_t survived = 0;  // heads whose removal keeps the top-1 entry
+};
+
+int32_t FirstArgmax(const std::vector<double>& v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+// The statistics that get intervals, over the words listed in `words` (a resample repeats
+// some and leaves others out).
+struct Resampled {
+  double agreement_share, rho_per_word, rho_constant, rho_beyond, within_rho, within_rho_log, survival;
+  double predicted_effect, predicted_log_effect, unpredicted_effect, unpredicted_log_effect;
+};
+
+Resampled Compute(const std::vector<WordValues>& values, const std::vector<size_t>& words, size_t heads,
+                  std::vector<ContributionSummary::Head>* per_head) {
+  Resampled r{};
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (words.empty()) return {nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan};
+  std::vector<double> mean_attention(heads, 0.0);
+  int64_t agree = 0, survived = 0;
+  for (size_t w : words) {
+    agree += values[w].most_attending == values[w].most_consequential;
+    survived += values[w].survived;
+    for (size_t k = 0; k < heads; ++k) mean_attention[k] += values[w].attention[k] / static_cast<double>(words.size());
+  }
+  std::vector<double> rhos, constant, beyond;
+  double sums[4] = {0, 0, 0, 0};
+  int64_t pairs[2] = {0, 0};
+  for (size_t w : words) {
+    const WordValues& v = values[w];
+    const double rho_constant = stats::Spearman(mean_attention, v.abs_effect);
+    if (std::isfinite(v.rho)) {
+      rhos.push_back(v.rho);
+      constant.push_back(rho_constant);
+      beyond.push_back(v.rho - rho_constant);
+    }
+    const int group = v.predicted ? 0 : 1;
+    for (size_t k = 0; k < heads; ++k) {
+      sums[2 * group] += v.abs_effect[k];
+      sums[2 * group + 1] += v.abs_log_effect[k];
+    }
+    pairs[group] += static_cast<int64_t>(heads);
+  }
+  std::vector<double> within(heads), within_log(heads), x, y, y_log;
+  for (size_t k = 0; k < heads; ++k) {
+    x.clear();
+    y.clear();
+    y_log.clear();
+    for (size_t w : words) {
+      x.push_back(values[w].attention[k]);
+      y.push_back(values[w].abs_effect[k]);
+      y_log.push_back(values[w].abs_log_effect[k]);
+    }
+    within[k] = stats::Spearman(x, y);
+    within_log[k] = stats::Spearman(x, y_log);
+    if (per_head) {
+      (*per_head)[k].within_rho = within[k];
+      (*per_head)[k].within_rho_log = within_log[k];
+    }
+  }
+  r.agreement_share = Ratio(agree, static_cast<int64_t>(words.size()));
+  r.rho_per_word = Mean(rhos);
+  r.rho_constant = Mean(constant);
+  r.rho_beyond = Mean(beyond);
+  r.within_rho = Mean(within);
+  r.within_rho_log = Mean(within_log);
+  r.survival = Ratio(survived, static_cast<int64_t>(words.size() * heads));
+  r.predicted_effect = pairs[0] ? sums[0] / static_cast<double>(pairs[0]) : nan;
+  r.predicted_log_effect = pairs[0] ? sums[1] / static_cast<double>(pairs[0]) : nan;
+  r.unpredicted_effect = pairs[1] ? sums[2] / static_cast<double>(pairs[1]) : nan;
+  r.unpredicted_log_effect = pairs[1] ? sums[3] / static_cast<double>(pairs[1]) : nan;
+  return r;
+}
+
+}  // namespace
+
+ContributionSummary SummarizeContributions(const std::vector<WordContribution>& words,
+                                           int32_t sentences, int32_t heads,
+                                           const stats::BootstrapOptions& bootstrap,
+                                           int32_t permutations) {
+  ContributionSummary out;
+  out.sentences = sentences;
+  out.heads = heads;
+  out.words = static_cast<int64_t>(words.size());
+  const size_t K = static_cast<size_t>(std::max(0, heads));
+  out.per_head.assign(K, ContributionSummary::Head());
+  std::vector<WordValues> values;
+  std::vector<int32_t> attending, consequential;
+  std::vector<std::vector<size_t>> by_sentence(static_cast<size_t>(std::max(0, sentences)));
+  for (size_t w = 0; w < words.size(); ++w) {
+    const WordContribution& word = words[w];
+    WordValues v;
+    const double log_full = std::log(std::max(word.p_full, std::numeric_limits<double>::min()));
+    for (size_t k = 0; k < K; ++k) {
+      v.attention.push_back(word.attention[k]);
+      v.abs_effect.push_back(std::abs(word.p_removed[k] - word.p_full));
+      v.abs_log_effect.push_back(
+          std::abs(std::log(std::max(word.p_removed[k], std::numeric_limits<double>::min())) - log_full));
+      v.survived += word.top1_removed[k] == word.top1_full;
+      ContributionSummary::Head& head = out.per_head[k];
+      head.mean_attention += word.attention[k];
+      head.mean_abs_effect += v.abs_effect[k];
+      head.mean_abs_log_effect += v.abs_log_effect[k];
+      head.top1_survival += word.top1_removed[k] == word.top1_full;
+    }
+    v.most_attending = FirstArgmax(v.attention);
+    v.most_consequential = FirstArgmax(v.abs_effect);
+    v.rho = stats::Spearman(v.attention, v.abs_effect);
+    v.predicted = word.rank_full <= kPredictedRank;
+    ++out.per_head[static_cast<size_t>(v.most_attending)].most_attending;
+    ++out.per_head[static_cast<size_t>(v.most_consequential)].most_consequential;
+    attending.push_back(v.most_attending);
+    consequential.push_back(v.most_consequential);
+    out.top1_correct += word.top1_full == word.id;
+    (v.predicted ? out.predicted : out.unpredicted).words += 1;
+    out.rho_defined += std::isfinite(v.rho);
+    if (word.sentence >= 0 && word.sentence < sentences) by_sentence[static_cast<size_t>(word.sentence)].push_back(w);
+    values.push_back(std::move(v));
+  }
+  if (words.empty()) return out;
+  for (ContributionSummary::Head& head : out.per_head) {
+    const double n = static_cast<double>(words.size());
+    head.mean_attention /= n;
+    head.mean_abs_effect /= n;
+    head.mean_abs_log_effect /= n;
+    head.top1_survival /= n;
+  }
+  out.distinct_attending = static_cast<int32_t>(std::set<int32_t>(attending.begin(), attending.end()).size());
+  out.distinct_consequential = static_cast<int32_t>(std::set<int32_t>(consequential.begin(), consequential.end()).size());
+  out.agreement = stats::AgreementWithNull(attending, consequential, permutations, bootstrap.seed);
+
+  std::vector<size_t> all(words.size());
+  std::iota(all.begin(), all.end(), size_t{0});
+  const Resampled full = Compute(values, all, K, &out.per_head);
+  std::vector<std::vector<double>> resampled(11);
+  std::vector<size_t> draw_words;
+  for (const auto& draw : stats::ClusterResamples(static_cast<uint32_t>(by_sentence.size()), bootstrap)) {
+    draw_words.clear();
+    for (uint32_t s : draw) draw_words.insert(draw_words.end(), by_sentence[s].begin(), by_sentence[s].end());
+    const Resampled r = Compute(values, draw_words, K, nullptr);
+    const double items[11] = {r.agreement_share, r.rho_per_word, r.rho_constant, r.rho_beyond, r.within_rho,
+                              r.within_rho_log, r.survival, r.predicted_effect, r.predicted_log_effect,
+                              r.unpredicted_effect, r.unpredicted_log_effect};
+    for (size_t q = 0; q < 11; ++q) resampled[q].push_back(items[q]);
+  }
+  const double level = bootstrap.level;
+  out.agreement_share = FromResamples(full.agreement_share, resampled[0], level);
+  out.rho_per_word = FromResamples(full.rho_per_word, resampled[1], level);
+  out.rho_constant_attention = FromResamples(full.rho_constant, resampled[2], level);
+  out.rho_beyond_head = FromResamples(full.rho_beyond, resampled[3], level);
+  out.within_rho = FromResamples(full.within_rho, resampled[4], level);
+  out.within_rho_log = FromResamples(full.within_rho_log, resampled[5], level);
+  out.top1_survival = FromResamples(full.survival, resampled[6], level);
+  out.predicted.mean_abs_effect = FromResamples(full.predicted_effect, resampled[7], level);
+  out.predicted.mean_abs_log_effect = FromResamples(full.predicted_log_effect, resampled[8], level);
+  out.unpredicted.mean_abs_effect = FromResamples(full.unpredicted_effect, resampled[9], level);
+  out.unpredicted.mean_abs_log_effect = FromResamples(full.unpredicted_log_effect, resampled[10], level);
+  return out;
+}
+
+}  // namespace attn

@@ -1,0 +1,138 @@
+// Statistics over a set of sentences, the numbers the series' posts show: every head's profile
+// over the set (the label rule's counts, the word-row shares and where each row's largest
+// weight falls) with cluster-bootstrap intervals and the stability of its label; and, for
+// every whole word, what each head's removal does to the masked-LM probability of that word,
+// with the summary the contribution post's claims rest on. The CLI's `profile` and
+// `contribution` commands print these; docs/ARCHITECTURE.md gives their JSON.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/analysis.h"
+#include "core/statistics.h"
+#include "core/status.h"
+
+namespace attn {
+
+// A value over the set and the bootstrap's interval for it.
+struct Estimate {
+  double value = 0;
+  stats::Interval interval;
+};
+
+// ---- Head profiles over a set ----
+
+// One share a head's profile gives: numerator / denominator of its counts.
+struct ProfileShare {
+  const char* name;
+  int64_t (*numerator)(const HeadProfile&);
+  int64_t (*denominator)(const HeadProfile&);
+};
+// Every share the profile reports, in output order: word_previous and word_next (over the word
+// rows that have a previous or next text token), the same over all word rows, the partition
+// target_* (over all rows; they sum to 1), and the label rule's overlapping categories.
+const std::vector<ProfileShare>& ProfileShares();
+
+struct HeadSetProfile {
+  HeadProfile counts;           // over the whole set
+  HeadLabel label = HeadLabel::kMixed;
+  double label_stability = 0;   // share of bootstrap resamples whose label is `label`
+  std::vector<Estimate> shares;  // ProfileShares() order
+  Estimate mean_normalized_entropy, mean_ratio_to_uniform;
+};
+
+// A label is shown as borderline when fewer than this share of resamples reproduce it.
+constexpr double kStableLabel = 0.95;
+
+struct SetProfile {
+  int32_t sentences = 0;
+  std::vector<std::vector<HeadProfile>> per_sentence;  // [sentence][l * H + h]
+  std::vector<HeadSetProfile> heads;                   // (L * H)
+};
+
+// Analyses every sentence (whole, up to the model's maximum length) and profiles every head.
+// progress(done, total) is called after each sentence when given.
+Status ProfileSentences(LoadedModel& model, const std::vector<std::string>& sentences,
+                        const stats::BootstrapOptions& bootstrap, SetProfile* out,
+                        const std::function<void(size_t, size_t)>& progress = {});
+
+// ---- Contribution: attention paid against the effect of removing a head ----
+
+// A whole word: an ordinary token that is its word's only WordPiece piece (one [MASK] can stand
+// for it).
+bool IsWholeWord(const SentenceAnalysis& analysis, int32_t position);
+
+// One whole word, masked alone ([MASK] in its place, every other token as typed). Head k is
+// l * H + h. attention[k]: the largest weight in the [MASK] row of head k in the unablated
+// masked pass. p_removed[k]: the exact probability of the original entry with head k alone
+// removed (Hugging Face's head_mask semantics).
+struct WordContribution {
+  int32_t sentence = 0;  // 0-based line of the set
+  int32_t token = 0;     // position in the unmasked tokenization, 0 = [CLS]
+  int32_t id = 0;        // the original entry
+  std::string word;
+  double p_full = 0;
+  int32_t rank_full = 0;  // from 1
+  int32_t top1_full = 0;
+  std::vector<float> attention;       // (L * H)
+  std::vector<double> p_removed;      // (L * H)
+  std::vector<int32_t> top1_removed;  // (L * H)
+};
+
+// Measures every whole word of every sentence: 1 + L * H forward passes per word.
+// progress(done, total) is called after each sentence when given.
+Status MeasureContributions(LoadedModel& model, const std::vector<std::string>& sentences,
+                            std::vector<WordContribution>* out,
+                            const std::function<void(size_t, size_t)>& progress = {});
+
+// A word is "predicted" when its original entry is in the model's top kPredictedRank at its
+// masked position.
+constexpr int32_t kPredictedRank = 10;
+
+// The summary of a contribution set. A head's effect on a word is p_removed - p_full (and, in
+// log-probability, ln p_removed - ln p_full); its size is the absolute value. The most
+// consequential head of a word is the one of largest |p_removed - p_full|, the most attending
+// one the one of largest attention (the first head on ties, for both).
+struct ContributionSummary {
+  struct EffectGroup {
+    int64_t words = 0;
+    Estimate mean_abs_effect, mean_abs_log_effect;  // over the group's (word, head) pairs
+  };
+  struct Head {
+    double mean_attention = 0, mean_abs_effect = 0, mean_abs_log_effect = 0;
+    double top1_survival = 0;  // share of words whose top-1 entry is unchanged by its removal
+    int64_t most_attending = 0, most_consequential = 0;  // words for which it is each
+    // Within this head, across words: Spearman of its attention on a word with the size of its
+    // effect on that word, in probability and in log-probability.
+    double within_rho = 0, within_rho_log = 0;
+  };
+
+  int32_t sentences = 0, heads = 0;
+  int64_t words = 0;
+  int64_t top1_correct = 0;     // words whose top-1 entry is the original
+  EffectGroup predicted, unpredicted;  // rank_full <= kPredictedRank, and the rest
+  // Most attending = most consequential, against the null that keeps both per-word
+  // distributions (stats::AgreementWithNull).
+  stats::Agreement agreement;
+  Estimate agreement_share;
+  int32_t distinct_attending = 0, distinct_consequential = 0;  // heads that win some word
+  // Per word, Spearman over the heads of attention with |effect|: its mean over the words where
+  // it is defined; the same with every word given the same attention vector (each head's mean
+  // attention over the set: what head identity alone gives); and their difference.
+  int64_t rho_defined = 0;
+  Estimate rho_per_word, rho_constant_attention, rho_beyond_head;
+  // The within-head correlations' mean over heads.
+  Estimate within_rho, within_rho_log;
+  Estimate top1_survival;  // over all (word, head) pairs
+  std::vector<Head> per_head;
+};
+
+ContributionSummary SummarizeContributions(const std::vector<WordContribution>& words,
+                                           int32_t sentences, int32_t heads,
+                                           const stats::BootstrapOptions& bootstrap,
+                                           int32_t permutations);
+
+}  // namespace attn
