@@ -257,7 +257,10 @@ def load_hf_folder(folder):
     with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
         config = json.load(f)
     model = BertForMaskedLM({k: config[k] for k in DEFAULT_CONFIG if k in config})
-    state = torch.load(os.path.join(folder, "pytorch_model.bin"), map_location="cpu")
+    # weights_only: a pytorch_model.bin is a pickle, and a full unpickle of a downloaded one runs
+    # whatever code it names; this loads tensors and plain containers only, as the converter does.
+    state = torch.load(os.path.join(folder, "pytorch_model.bin"), map_location="cpu",
+                       weights_only=True)
     state = {k: v for k, v in state.items()
              if not k.startswith("cls.predictions.decoder.") and not k.endswith("position_ids")}
     missing, unexpected = model.load_state_dict(state, strict=False)
