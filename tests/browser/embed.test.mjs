@@ -404,6 +404,32 @@ describe('embedding', { timeout: 180000 }, () => {
     await context.close();
   });
 
+  // XMLSerializer writes text as it is: without export.js's replacement, one control character
+  // in the sentence made the SVG unreadable to every XML parser and the PNG fail (security
+  // review F6).
+  test('a sentence holding every character XML forbids exports as a well-formed SVG and as a PNG', async () => {
+    const forbidden = Array.from({ length: 32 }, (_, c) => String.fromCharCode(c)).join('') + '\uFFFE\uFFFF\uD800';
+    const sentence = `The cat${forbidden} sat on the \uDC00mat.`;
+    const { page, context, errors } = await openPage(`${siteUrl}embed.html?widget=row&word=cat`);
+    await live(page, 'attention-row');
+    await page.locator('attention-row').evaluate((el, text) => el.setAttribute('sentence', text), sentence);
+    await page.waitForFunction((text) => document.querySelector('attention-row').selection?.sentence === text, sentence, { timeout: LOAD_TIMEOUT_MS });
+    const exported = await page.locator('attention-row').evaluate(async (el) => {
+      const svg = el.toSVG();
+      const doc = new DOMParser().parseFromString(svg, 'image/svg+xml');
+      const png = await el.toPNG();
+      return { parseError: doc.querySelector('parsererror')?.textContent ?? null, header: doc.querySelector('text.header')?.textContent, png: png.type, pngBytes: png.size };
+    });
+    assert.equal(exported.parseError, null);
+    // The header wraps at white space (tab to carriage return among the controls); U+0000 to U+0008,
+    // then U+000E to U+001F, U+FFFE, U+FFFF and the two lone surrogates are each one U+FFFD.
+    assert.equal(exported.header, `Sentence: \u201cThe cat${'\uFFFD'.repeat(9)} ${'\uFFFD'.repeat(21)} sat on the \uFFFDmat.\u201d`);
+    assert.equal(exported.png, 'image/png');
+    assert.ok(exported.pngBytes > 1000);
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
   test('the precision figure embedded on another origin loads its two files once, when asked, and follows its plan attribute', async () => {
     const { page, context, errors, requests } = await openPage(demoUrl());
     await live(page, '#precision');

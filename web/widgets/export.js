@@ -115,8 +115,16 @@ export function figureSvg(spec) {
   return { element: root, width: WIDTH, height };
 }
 
+// Characters XML 1.0 forbids anywhere in a document: C0 controls other than tab, new line and
+// carriage return, U+FFFE, U+FFFF, and UTF-16 surrogates that are not part of a pair.
+const NOT_XML = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+// The SVG document of a figure. XMLSerializer writes text nodes as they are, so a sentence or a
+// model name holding such a character would give a file no XML parser reads, and no PNG
+// (security review F6); each becomes U+FFFD here, the one place every export passes through.
 export function svgText(element) {
-  return `<?xml version="1.0" encoding="UTF-8"?>\n${new XMLSerializer().serializeToString(element)}\n`;
+  const markup = new XMLSerializer().serializeToString(element).replace(NOT_XML, '\uFFFD');
+  return `<?xml version="1.0" encoding="UTF-8"?>\n${markup}\n`;
 }
 
 // Paints the SVG into a canvas at PNG_SCALE times its size and encodes it as PNG.
