@@ -6,7 +6,7 @@
 // lives in the URL hash: a deliberate choice adds a history entry (so the back button walks the
 // reader's choices), typing only replaces the current one, and a link that names a sentence
 // opens the live instrument on exactly that state as soon as the model is ready.
-import { DEFAULT_MANIFEST_URL, getEngine, loadManifest, onEngineProgress } from './engine/engine.js';
+import { DEFAULT_MANIFEST_URL, getEngine, loadManifest, manifestModel, onEngineProgress } from './engine/engine.js';
 import { createStore, DEFAULT_STATE, DEFAULT_WORD_TEXT, formatHash, parseHash, PERMALINK_DEFAULTS } from './state.js';
 import { attentionRow, headLabel, rolloutRow, rowStat } from './engine/result.js';
 import { EVENTS, figureView, Latest, progressText } from './widgets/base.js';
@@ -70,7 +70,7 @@ async function loadExample(choice) {
   try {
     page.manifest = await loadManifest(DEFAULT_MANIFEST_URL);
     if (choice.modelUrl) return;  // an explicit model file has no precomputed example
-    const entry = page.manifest.models?.[choice.model ?? page.manifest.default];
+    const entry = manifestModel(page.manifest, choice.model ?? page.manifest.default);
     if (choice.model && entry) page.sources = { 'model-src': new URL(entry.file, DEFAULT_MANIFEST_URL).href };
     if (!entry?.sha256 || !/^[0-9a-f]{64}$/.test(entry.sha256)) return;
     const exampleResponse = await fetch(new URL(`examples/${entry.sha256}.json`, location.href), { cache: 'no-cache' });
@@ -286,7 +286,7 @@ function facts(view) {
 // The file sizes the precision paragraph quotes, from the manifest the page loaded.
 function precisionFacts(manifest) {
   const p = manifest?.precision;
-  const bytes = (key) => manifest?.models?.[p?.[key]]?.bytes;
+  const bytes = (key) => manifestModel(manifest, p?.[key])?.bytes;
   if (!p || !bytes('reference') || !bytes('shipped') || !bytes('naive')) return {};
   return { compactMB: megabytes(bytes('shipped')), referenceMB: megabytes(bytes('reference')), naiveMB: megabytes(bytes('naive')), precisionBar: String(p.bar) };
 }
@@ -309,7 +309,7 @@ onEngineProgress((p) => {
   const parts = Object.values(totals);
   const loaded = parts.reduce((a, x) => a + x.loaded, 0);
   const total = parts.reduce((a, x) => a + (x.total || 0), 0);
-  const expected = page.manifest ? page.manifest.engine.bytes + (page.manifest.models?.[page.manifest.default]?.bytes ?? 0) : 0;
+  const expected = page.manifest ? page.manifest.engine.bytes + (manifestModel(page.manifest, page.manifest.default)?.bytes ?? 0) : 0;
   const denominator = Math.max(total, parts.length < 2 ? expected : 0);
   page.progress = { loaded, total: denominator, percent: denominator ? Math.min(100, (100 * loaded) / denominator) : 0 };
   if (!progressFrame) {

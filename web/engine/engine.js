@@ -219,6 +219,14 @@ export function loadManifest(url = DEFAULT_MANIFEST_URL) {
   return remembered(manifests, url, () => fetchJson(url));
 }
 
+// The manifest's entry for a model's key, or undefined. A key can come from a link (?model=), so
+// only the manifest's own entries count: `__proto__`, `constructor` or `toString` would find
+// Object.prototype's members and send the engine after models/undefined (security review F11).
+export function manifestModel(manifest, key) {
+  const models = manifest?.models;
+  return models && typeof key === 'string' && Object.hasOwn(models, key) ? models[key] : undefined;
+}
+
 // A trap inside the engine (an abort, a failed allocation, an out-of-bounds access) leaves its
 // instance unusable; the message says what the reader can do. During a model load the file is
 // the likely cause (too large, or crafted), not the page.
@@ -606,7 +614,7 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
   const t0 = now();
   const manifest = engineUrl && modelUrl ? null : given ?? await loadManifest(manifestUrl);
   const base = new URL(manifestUrl, typeof location === 'undefined' ? HERE : location.href).href;
-  const entry = modelUrl ? null : manifest.models?.[model ?? manifest.default];
+  const entry = modelUrl ? null : manifestModel(manifest, model ?? manifest.default);
   if (!modelUrl && !entry) throw new EngineError('model', `The manifest ${manifestUrl} has no model named ${model ?? manifest.default}.`);
   // The split layout (build_site.mjs): the core file, and the shards next to it; `single: true`
   // asks for the single file instead.

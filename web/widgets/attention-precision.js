@@ -5,7 +5,7 @@
 // plan (int8, one scale per tensor) in the compact file's place. The f32 and naive files are
 // large, so they download only when the reader asks; the manifest names them:
 //   manifest.precision = {reference, shipped, naive, bar}  (scripts/site/build_site.mjs)
-import { currentEngine, DEFAULT_MANIFEST_URL, getSideEngine, isSuperseded, loadManifest } from '../engine/engine.js';
+import { currentEngine, DEFAULT_MANIFEST_URL, getSideEngine, isSuperseded, loadManifest, manifestModel } from '../engine/engine.js';
 import { ATTRIBUTES, AttentionFigure, define, Latest } from './base.js';
 import { isSpecial } from '../engine/result.js';
 import { attentionDifference } from './data.js';
@@ -100,7 +100,7 @@ class AttentionPrecision extends AttentionFigure {
   async precisionFiles() {
     const manifest = await loadManifest(this.manifestUrl());
     const p = manifest?.precision;
-    const entry = (key) => (typeof p?.[key] === 'string' ? manifest.models?.[p[key]] : undefined);
+    const entry = (key) => manifestModel(manifest, p?.[key]);
     if (!p || !entry('reference') || !entry('shipped') || !entry('naive')) {
       throw new Error('This site does not serve the f32 reference and the naive file that this figure compares.');
     }

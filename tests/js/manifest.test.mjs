@@ -1,0 +1,34 @@
+// Model keys looked up in the manifest (web/engine/engine.js manifestModel), in Node: a key from
+// a link finds only the manifest's own entries, never Object.prototype's members (security
+// review F11), and the engine refuses such a key by name before it downloads anything.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { createEngine, EngineError, manifestModel } from '../../web/engine/engine.js';
+
+const INHERITED = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf'];
+// JSON.parse makes "own" an own entry like any other; the engine files do not exist, so a
+// lookup that went past the key check would fail on a download instead.
+const manifest = JSON.parse(`{"default": "own", "models": {"own": {"file": "own.attn", "bytes": 4, "sha256": ""}},
+  "engine": {"glue": "missing/attention_engine.js", "wasm": "missing/attention_engine.wasm", "bytes": 0, "sha256": ""}}`);
+
+test('manifestModel finds only the manifest\u2019s own entries', () => {
+  assert.equal(manifestModel(manifest, 'own').file, 'own.attn');
+  for (const key of INHERITED) assert.equal(manifestModel(manifest, key), undefined, key);
+  assert.equal(manifestModel(manifest, undefined), undefined);
+  assert.equal(manifestModel(null, 'own'), undefined);
+  assert.equal(manifestModel({}, 'own'), undefined);
+  // A manifest may name a model __proto__ itself (JSON.parse makes it an own entry).
+  assert.equal(manifestModel(JSON.parse('{"models": {"__proto__": {"file": "p.attn"}}}'), '__proto__').file, 'p.attn');
+});
+
+test('createEngine refuses a key the manifest does not have, naming it', async () => {
+  for (const key of INHERITED) {
+    await assert.rejects(createEngine({ manifest, manifestUrl: 'file:///nowhere/manifest.json', model: key }), (error) => {
+      assert.ok(error instanceof EngineError, `${key}: ${error}`);
+      assert.equal(error.kind, 'model');
+      assert.equal(error.message, `The manifest file:///nowhere/manifest.json has no model named ${key}.`);
+      return true;
+    });
+  }
+});
