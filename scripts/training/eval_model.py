@@ -1,4 +1,4 @@
-"""Evaluates a masked LM on the held-out corpus and profiles its 16 heads with the engine.
+"""Evaluates a masked LM on the held-out corpus and profiles its heads with the engine.
 
   python3 -m scripts.training.eval_model MODEL [--sentences 400] [--out report.md]
 
@@ -13,10 +13,9 @@ of chosen positions whose highest logit is the original token. Two baselines are
 same positions: always predicting the most frequent ordinary token of the training set, and the
 same architecture randomly initialised (seed 0, the training script's initialisation).
 
-Head profiles: held-out sentences (a seeded sample) go through `attention-cli analyze --json`, one
-at a time; each sentence's per-head row fractions are turned back into counts (fraction x rows) and
-summed, and the label rule of wasm/core/analysis.h (HeadProfile::Label) is applied to the totals.
-That equals what AccumulateHeadProfiles computes over the whole set.
+Head profiles: held-out sentences (a seeded sample) go through `attention-cli profile`, which
+counts every head's rows over the whole set and labels each head by the core's rule
+(wasm/core/analysis.h, HeadProfile::Label); this script only reports them.
 """
 import argparse
 import json
@@ -37,13 +36,6 @@ from scripts.training.train_default_model import (FIRST_ORDINARY_ID, MASK, make_
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MASK_SEED = 20261130
-# The label rule's thresholds, as wasm/core/analysis.h documents them.
-LABEL_FRACTION = 0.5
-BROAD_ENTROPY = 0.9
-CATEGORIES = [("previous_token", "previous-token"), ("next_token", "next-token"),
-              ("sink", "[CLS]/[SEP] sink"), ("self", "self"), ("punctuation", "punctuation")]
-
-
 def masked_batches(corpus, split, batch_size, seq_len, max_sequences=0):
     """Yields (input ids with [MASK], attention mask, chosen positions, original ids)."""
     ids = np.load(os.path.join(corpus, f"{split}_ids.npy")).astype(np.int64)
@@ -84,63 +76,31 @@ def masked_lm_scores(model, batches, constant_prediction=None):
     return correct / count, loss_sum / count, count
 
 
-# The engine compares integer row counts; here the fractions come back through JSON with
-# limited digits (5/12 + 1/12 reads as 0.4999999), so a threshold is met within this margin.
-FRACTION_MARGIN = 1e-6
-
-
-def label(profile):
-    """HeadProfile::Label of wasm/core/analysis.h, on aggregated fractions."""
-    if profile["mean_normalized_entropy"] >= BROAD_ENTROPY - FRACTION_MARGIN:
-        return "broad"
-    best_key, best_name = max(CATEGORIES, key=lambda c: profile[c[0]])  # first one on ties
-    return best_name if profile[best_key] >= LABEL_FRACTION - FRACTION_MARGIN else "mixed"
-
-
-def head_profiles(cli, model_file, sentences):
-    """Aggregated profiles of every head over the sentences, and a self-check on the first."""
-    totals, rows = None, 0
-    check = None
-    for text in sentences:
-        result = subprocess.run([cli, "analyze", "--model", model_file, "--json", "-"],
-                                input=text, capture_output=True, text=True)
-        if result.returncode != 0:
-            raise SystemExit(f"eval: attention-cli analyze failed: {result.stderr.strip()}")
-        out = json.loads(result.stdout)
-        n = len(out["tokens"])
-        if totals is None:
-            totals = [dict.fromkeys(["previous_token", "next_token", "sink", "self",
-                                     "punctuation", "entropy", "normalized_entropy",
-                                     "ratio_to_uniform"], 0.0) for _ in out["head_profiles"]]
-            check = out["head_profiles"]
-        for total, p in zip(totals, out["head_profiles"]):
-            total["previous_token"] += p["previous_token"] * n
-            total["next_token"] += p["next_token"] * n
-            total["sink"] += (p["cls"] + p["sep"]) * n
-            total["self"] += p["self"] * n
-            total["punctuation"] += p["punctuation"] * n
-            total["entropy"] += p["mean_entropy"] * n
-            total["normalized_entropy"] += p["mean_normalized_entropy"] * n
-            total["ratio_to_uniform"] += p["mean_ratio_to_uniform"] * n
-        rows += n
+def head_profiles(cli, model_file, sentences, tmp):
+    """Every head over the sentences, as the core profiles and labels it (attention-cli profile):
+    [{layer, head (from 0), label, previous_token, next_token, sink, self, punctuation (shares of
+    rows), mean_entropy, mean_normalized_entropy, mean_ratio_to_uniform}] and the rows per head."""
+    path = os.path.join(tmp, "profile_sentences.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(" ".join(text.split()) + "\n" for text in sentences))
+    result = subprocess.run([cli, "profile", "--model", model_file, "--sentences", path, "--json",
+                             "--resamples", "0"], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"eval: attention-cli profile failed: {result.stderr.strip()}")
+    heads = json.loads(result.stdout)["heads"]
     profiles = []
-    for k, total in enumerate(totals):
-        p = {key: total[key] / rows for key in ("previous_token", "next_token", "sink", "self",
-                                                "punctuation")}
-        p["mean_entropy"] = total["entropy"] / rows
-        p["mean_normalized_entropy"] = total["normalized_entropy"] / rows
-        p["mean_ratio_to_uniform"] = total["ratio_to_uniform"] / rows
-        p["layer"], p["head"] = check[k]["layer"], check[k]["head"]
-        profiles.append(p)
-    # The rule written here must agree with the engine's on a single sentence.
-    for p in check:
-        single = dict(p, sink=p["cls"] + p["sep"])
-        if label(single) != p["label"]:
-            raise SystemExit(f"eval: label rule disagrees with the engine on layer {p['layer']} "
-                             f"head {p['head']}: {label(single)} vs {p['label']}")
-    for p in profiles:
-        p["label"] = label(p)
-    return profiles, rows
+    for head in heads:
+        c = head["counts"]
+        share = lambda count: count / c["rows"]  # noqa: E731
+        profiles.append({
+            "layer": head["layer"] - 1, "head": head["head"] - 1, "label": head["label"],
+            "previous_token": share(c["previous_token"]), "next_token": share(c["next_token"]),
+            "sink": share(c["cls"] + c["sep"]), "self": share(c["self"]),
+            "punctuation": share(c["punctuation"]), "mean_entropy": head["mean_entropy"],
+            "mean_normalized_entropy": head["mean_normalized_entropy"]["value"],
+            "mean_ratio_to_uniform": head["mean_ratio_to_uniform"]["value"],
+        })
+    return profiles, heads[0]["counts"]["rows"]
 
 
 def sample_sentences(corpus, count, max_words):
@@ -248,7 +208,7 @@ def main():
         torch.manual_seed(0)
         baseline_random = masked_lm_scores(BertForMaskedLM(model.config), batches())
         sentences = sample_sentences(args.corpus, args.sentences, args.max_words)
-        profiles, rows = head_profiles(args.cli, model_file, sentences)
+        profiles, rows = head_profiles(args.cli, model_file, sentences, tmp)
     finally:
         shutil.rmtree(tmp)
 

@@ -242,6 +242,11 @@ class Engine {
       item.set("mean_entropy", p.mean_entropy());
       item.set("mean_normalized_entropy", p.mean_normalized_entropy());
       item.set("mean_ratio_to_uniform", p.mean_ratio_to_uniform());
+      // The counts behind the fractions, by the core's names (the posts show shares of them).
+      val counts = val::object();
+      for (const auto& [name, count] : attn::HeadProfileCounts(p)) counts.set(name, static_cast<double>(count));
+      counts.set("normalized_entropy_sum", p.normalized_entropy_sum);
+      item.set("counts", counts);
       list.call<void>("push", item);
     }
     return list;

@@ -142,18 +142,9 @@ void WriteEstimate(FILE* out, const Estimate& e) {
 }
 
 void WriteCounts(FILE* out, const HeadProfile& p) {
-  const std::pair<const char*, int64_t> counts[] = {
-      {"rows", p.rows}, {"previous_token", p.previous_token}, {"next_token", p.next_token}, {"cls", p.cls},
-      {"sep", p.sep}, {"self", p.self}, {"punctuation", p.punctuation}, {"word_rows", p.word_rows},
-      {"word_rows_with_previous", p.word_rows_with_previous}, {"word_previous", p.word_previous},
-      {"word_rows_with_next", p.word_rows_with_next}, {"word_next", p.word_next},
-      {"target_special", p.target_special}, {"target_self", p.target_self},
-      {"target_previous", p.target_previous}, {"target_next", p.target_next},
-      {"target_punctuation", p.target_punctuation}, {"target_other", p.target_other},
-  };
   std::fputc('{', out);
   bool first = true;
-  for (const auto& [name, count] : counts) {
+  for (const auto& [name, count] : HeadProfileCounts(p)) {
     std::fprintf(out, "%s\"%s\":%lld", first ? "" : ",", name, static_cast<long long>(count));
     first = false;
   }

@@ -218,6 +218,18 @@ void HeadProfile::Merge(const HeadProfile& o) {
   target_other += o.target_other;
 }
 
+std::vector<std::pair<const char*, int64_t>> HeadProfileCounts(const HeadProfile& p) {
+  return {
+      {"rows", p.rows}, {"previous_token", p.previous_token}, {"next_token", p.next_token}, {"cls", p.cls},
+      {"sep", p.sep}, {"self", p.self}, {"punctuation", p.punctuation}, {"word_rows", p.word_rows},
+      {"word_rows_with_previous", p.word_rows_with_previous}, {"word_previous", p.word_previous},
+      {"word_rows_with_next", p.word_rows_with_next}, {"word_next", p.word_next},
+      {"target_special", p.target_special}, {"target_self", p.target_self},
+      {"target_previous", p.target_previous}, {"target_next", p.target_next},
+      {"target_punctuation", p.target_punctuation}, {"target_other", p.target_other},
+  };
+}
+
 HeadLabel HeadProfile::Label() const {
   if (rows == 0) return HeadLabel::kMixed;
   if (mean_normalized_entropy() >= kBroadEntropy) return HeadLabel::kBroad;

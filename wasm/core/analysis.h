@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/encoder.h"
@@ -115,6 +116,10 @@ struct HeadProfile {
   double mean_ratio_to_uniform() const { return rows ? ratio_to_uniform_sum / rows : 0.0; }
   HeadLabel Label() const;
 };
+
+// A profile's counts by name, in the order the CLI and the bindings write them ("rows",
+// "previous_token", ..., "target_other"): the one list both front ends serialise.
+std::vector<std::pair<const char*, int64_t>> HeadProfileCounts(const HeadProfile& profile);
 
 // Profiles of every head of one forward pass: (L * H), index l * H + h. Pass the same vector
 // again with another sentence's activations to aggregate over many sentences.
