@@ -65,14 +65,15 @@ async function openCache() {
   }
 }
 
-// The response for url: from the cache under cacheKey when it is there, else from the network.
-async function openResponse(url, cacheKey) {
+// The response for url: from the cache under cacheKey when it is there, else from the network;
+// with reload, straight from the server, past the cache and the browser's HTTP cache.
+async function openResponse(url, cacheKey, { reload = false } = {}) {
   const cache = cacheKey ? await openCache() : null;
-  let response = cache ? await cache.match(cacheKey) : undefined;
+  let response = cache && !reload ? await cache.match(cacheKey) : undefined;
   const fromCache = Boolean(response);
   if (!response) {
     try {
-      response = await fetch(url, { cache: 'no-cache' });
+      response = await fetch(url, { cache: reload ? 'reload' : 'no-cache' });
     } catch (error) {
       throw new EngineError('network', `Could not download ${url}: the network request failed (${error.message}). Check the connection and the address, then retry.`, { cause: error });
     }
@@ -83,26 +84,31 @@ async function openResponse(url, cacheKey) {
   return { response, fromCache, cache };
 }
 
-// Reads a response body chunk by chunk, reporting progress; returns the chunks and their length.
-async function readChunks(url, response, total, fromCache, onProgress) {
+// Reads a response body chunk by chunk, reporting progress. Returns the bytes, or null as soon as
+// more than limit bytes have come (the rest is not read), so that a wrong or huge file never
+// fills the memory (security review F5).
+async function readBody(url, response, { total, fromCache, onProgress, limit }) {
   const chunks = [];
   let loaded = 0;
-  try {
-    const reader = response.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      loaded += value.length;
-      onProgress({ loaded, total, percent: total ? Math.min(100, (100 * loaded) / total) : null, fromCache });
+  if (response.body) {
+    try {
+      const reader = response.body.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        loaded += value.length;
+        if (loaded > limit) {
+          reader.cancel().catch(() => {});
+          return null;
+        }
+        chunks.push(value);
+        onProgress({ loaded, total, percent: total ? Math.min(100, (100 * loaded) / total) : null, fromCache });
+      }
+    } catch (error) {
+      throw new EngineError('network', `The download of ${url} broke off after ${loaded} bytes (${error.message}). Retry.`, { cause: error });
     }
-  } catch (error) {
-    throw new EngineError('network', `The download of ${url} broke off after ${loaded} bytes (${error.message}). Retry.`, { cause: error });
   }
-  return { chunks, loaded };
-}
-
-function joinChunks(chunks, loaded) {
+  onProgress({ loaded, total: loaded, percent: 100, fromCache });
   if (chunks.length === 1) return chunks[0];
   const bytes = new Uint8Array(loaded);
   let offset = 0;
@@ -113,68 +119,102 @@ function joinChunks(chunks, loaded) {
   return bytes;
 }
 
-// Streams url into one Uint8Array, reporting {loaded, total, percent} as bytes arrive.
-// cacheKey (a URL that names the content's checksum) serves a second visit from the cache.
-export async function fetchBytes(url, { onProgress = () => {}, cacheKey = null, expectedBytes = 0, contentType = 'application/octet-stream' } = {}) {
-  if (isFileUrl(url)) {
-    const bytes = await readFileUrl(url);
-    onProgress({ loaded: bytes.length, total: bytes.length, percent: 100, fromCache: false });
-    return bytes;
+// What a manifest entry vouches for a file: its length and its SHA-256, or null where it gives
+// no checksum (a model-src address, an engine-src folder, a hand-written test manifest).
+function checksumOf(entry) {
+  return typeof entry?.sha256 === 'string' && /^[0-9a-f]{64}$/.test(entry.sha256) ? { sha256: entry.sha256, bytes: entry.bytes } : null;
+}
+
+const hex = (digest) => Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
+const HTML_START = /^\s*<(!doctype|html|head|body|!--|\?xml)/i;
+
+// Why bytes are not the file a manifest entry names (checksum), or null when they are (or when
+// there is no checksum: the core judges such a file itself). A page served where the file should
+// be (a captive portal's login, a proxy's error) is said as such. Without crypto.subtle (a page
+// on plain HTTP away from localhost) the SHA-256 is not checked; such a page has no Cache API
+// either, so nothing wrong can be kept, and whoever can alter its files in transit can alter its
+// scripts as well.
+async function problemWith(bytes, contentType, checksum) {
+  if (!checksum) return null;
+  if (/^text\/html\b/i.test(contentType ?? '') || HTML_START.test(new TextDecoder().decode(bytes.subarray(0, 64)))) {
+    return 'got an HTML page instead of the file';
   }
-  const { response, fromCache, cache } = await openResponse(url, cacheKey);
-  const total = Number(response.headers.get('content-length')) || expectedBytes || 0;
-  const { chunks, loaded } = await readChunks(url, response, total, fromCache, onProgress);
-  const bytes = joinChunks(chunks, loaded);
-  onProgress({ loaded, total: loaded, percent: 100, fromCache });
-  if (cache && !fromCache) {
-    // Not awaited: the bytes are here, and a full or refused cache only costs the next visit a
-    // download.
-    cache.put(cacheKey, new Response(bytes, { headers: { 'content-type': contentType } })).catch(() => {});
+  if (Number.isInteger(checksum.bytes) && checksum.bytes > 0 && bytes.length !== checksum.bytes) {
+    return `got ${bytes.length} bytes, expected ${checksum.bytes}`;
   }
-  return bytes;
+  if (globalThis.crypto?.subtle && hex(await crypto.subtle.digest('SHA-256', bytes)) !== checksum.sha256) {
+    return 'its SHA-256 does not match the manifest';
+  }
+  return null;
+}
+
+// Downloads url and hands its bytes to use(bytes), which returns {value} or, when the bytes
+// cannot be used (the core refuses the model file, the wasm does not compile), {refusal: an
+// EngineError}. Returns {value, bytes: the length}.
+// Where the manifest vouches for the file (checksum), its bytes are checked against it before
+// use, and they are cached under cacheKey only once checked and used: one bad answer (a captive
+// portal's page, a proxy's or a broken edge's) must never be kept and served to every later
+// visit (security review F2). A cached or downloaded file that fails is not final: its cache
+// entry is deleted and it is fetched once more straight from the server; the second failure is
+// the error. A file over limit is refused before its body is read where the server says its
+// length, and as soon as more than limit bytes have come otherwise (F5).
+async function fetchVerified(url, { what, kind, cacheKey = null, checksum = null, limit = MAX_MODEL_FILE_BYTES, onProgress = () => {}, contentType = 'application/octet-stream' }, use) {
+  const most = Math.min(limit, Number.isInteger(checksum?.bytes) && checksum.bytes > 0 ? checksum.bytes : limit);
+  const tooLarge = most < limit ? `got more than ${most} bytes, expected ${most}` : `it is more than ${limit} bytes, more than this engine loads`;
+  const attempts = cacheKey && !isFileUrl(url) ? [false, true] : [false];
+  let failure = null;
+  for (const reload of attempts) {
+    let bytes;
+    let fromCache = false;
+    let cache = null;
+    let type = contentType;
+    if (isFileUrl(url)) {
+      bytes = await readFileUrl(url);
+      if (bytes.length > most) bytes = null;
+      else onProgress({ loaded: bytes.length, total: bytes.length, percent: 100, fromCache: false });
+    } else {
+      let response;
+      ({ response, fromCache, cache } = await openResponse(url, cacheKey, { reload }));
+      type = response.headers.get('content-type');
+      const declared = Number(response.headers.get('content-length'));
+      if (declared > limit) {
+        response.body?.cancel().catch(() => {});
+        throw new EngineError(kind, `The ${what} ${url} is ${declared} bytes, more than this engine loads (${limit}); use a smaller or compact ${what}.`);
+      }
+      bytes = await readBody(url, response, { total: declared || checksum?.bytes || 0, fromCache, onProgress, limit: most });
+    }
+    const problem = bytes ? await problemWith(bytes, type, checksum) : tooLarge;
+    const used = problem ? null : await use(bytes);
+    if (used && !used.refusal) {
+      if (cache && !fromCache) {
+        // Not awaited: the bytes are here, and a full or refused cache only costs the next visit
+        // a download.
+        cache.put(cacheKey, new Response(bytes, { headers: { 'content-type': contentType } })).catch(() => {});
+      }
+      return { value: used.value, bytes: bytes.length };
+    }
+    const advice = problem === tooLarge && !checksum ? `Use a smaller or compact ${what}.` : 'Retry; if it happens again, the site serves a wrong or damaged file.';
+    failure = used?.refusal ?? new EngineError(kind, `The ${what} ${url} could not be used: ${problem}${reload ? ', also when fetched again from the server' : ''}. ${advice}`);
+    if (cache) await cache.delete(cacheKey).catch(() => {});
+  }
+  throw failure;
 }
 
 const notWasm = (url, error) => new EngineError('engine', `The engine file ${url} is not valid WebAssembly (${error.message}). Rebuild it with scripts/build.sh wasm.`, { cause: error });
 
-// Downloads and compiles the engine's wasm. Where the server (or the cache) says
-// application/wasm, the module compiles while its bytes arrive (WebAssembly.compileStreaming);
-// otherwise the bytes are read first and compiled.
-async function fetchWasmModule(url, { onProgress, cacheKey, expectedBytes }) {
-  const compileBytes = async (bytes) => {
+// Downloads the engine's wasm and compiles it. The bytes are read, checked and then compiled
+// (not compiled while they stream in), so that nothing unchecked runs or is cached
+// (fetchVerified); the model's download, five times longer, hides the compilation anyway.
+async function fetchWasmModule(url, { onProgress, cacheKey, checksum }) {
+  const compile = async (bytes) => {
     try {
-      return { module: await WebAssembly.compile(bytes), bytes: bytes.length, streamed: false };
+      return { value: await WebAssembly.compile(bytes) };
     } catch (error) {
-      throw notWasm(url, error);
+      return { refusal: notWasm(url, error) };
     }
   };
-  if (isFileUrl(url) || typeof WebAssembly.compileStreaming !== 'function') {
-    return compileBytes(await fetchBytes(url, { onProgress, cacheKey, expectedBytes, contentType: 'application/wasm' }));
-  }
-  const { response, fromCache, cache } = await openResponse(url, cacheKey);
-  const total = Number(response.headers.get('content-length')) || expectedBytes || 0;
-  if (!/^application\/wasm\b/i.test(response.headers.get('content-type') ?? '') || !response.body || typeof ReadableStream !== 'function') {
-    const { chunks, loaded } = await readChunks(url, response, total, fromCache, onProgress);
-    const bytes = joinChunks(chunks, loaded);
-    onProgress({ loaded, total: loaded, percent: 100, fromCache });
-    if (cache && !fromCache) cache.put(cacheKey, new Response(bytes, { headers: { 'content-type': 'application/wasm' } })).catch(() => {});
-    return compileBytes(bytes);
-  }
-  // The response itself goes to the compiler (not a copy of its body), so that the browser can
-  // keep the compiled code with the response's URL for the next visit. The wasm is 2% of the
-  // download: its progress is reported when it is compiled.
-  const forCache = cache && !fromCache ? response.clone() : null;
-  onProgress({ loaded: 0, total, percent: 0, fromCache });
-  let module;
-  try {
-    module = await WebAssembly.compileStreaming(response);
-  } catch (error) {
-    if (error instanceof WebAssembly.CompileError) throw notWasm(url, error);
-    throw new EngineError('network', `The download of ${url} broke off (${error.message}). Retry.`, { cause: error });
-  }
-  const loaded = total || expectedBytes;
-  onProgress({ loaded, total: loaded, percent: 100, fromCache });
-  if (forCache) cache.put(cacheKey, forCache).catch(() => {});
-  return { module, bytes: loaded, streamed: true };
+  const { value: module, bytes } = await fetchVerified(url, { what: 'engine file', kind: 'engine', cacheKey, checksum, onProgress, contentType: 'application/wasm' }, compile);
+  return { module, bytes };
 }
 
 async function fetchJson(url) {
@@ -332,7 +372,7 @@ async function fetchShard(shards, k) {
   const cacheKey = `${url}?core=${shards.coreSha}`;
   const cache = await openCache();
   const hit = cache ? await cache.match(cacheKey) : undefined;
-  const bytes = hit ? new Uint8Array(await hit.arrayBuffer()) : await fetchBytes(url);
+  const bytes = hit ? new Uint8Array(await hit.arrayBuffer()) : (await fetchVerified(url, { what: 'word-embedding rows', kind: 'model' }, (value) => ({ value }))).value;
   return { url, cacheKey, cache, cached: Boolean(hit), bytes };
 }
 
@@ -629,9 +669,10 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
 
   const marks = {};
   const glue = importGlue(glueUrl);
+  const engineChecksum = checksumOf(engineEntry);
   const compiled = fetchWasmModule(wasmUrl, {
-    cacheKey: engineEntry ? `${wasmUrl}?sha256=${engineEntry.sha256}` : null,
-    expectedBytes: engineEntry?.bytes ?? 0,
+    cacheKey: engineChecksum ? `${wasmUrl}?sha256=${engineChecksum.sha256}` : null,
+    checksum: engineChecksum,
     onProgress: (p) => onProgress({ phase: 'engine', ...p }),
   }).then((c) => {
     marks.compiled = now();
@@ -642,44 +683,48 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
     return m;
   });
   const modelFile = split ? entry.core : entry;
+  const modelChecksum = checksumOf(modelFile);
   // The opening sentence's rows come with the core, in parallel.
   const shardSource = split ? { baseUrl: shardBase, coreSha: entry.core.sha256 } : null;
   const preloaded = split ? (entry.shards.preload ?? []).map((k) => fetchShard(shardSource, k).then((shard) => [k, shard], () => null)) : [];
-  const modelBytesPromise = fetchBytes(resolvedModelUrl, {
-    cacheKey: modelFile ? `${resolvedModelUrl}?sha256=${modelFile.sha256}` : null,
-    expectedBytes: modelFile?.bytes ?? 0,
-    onProgress: (p) => onProgress({ phase: 'model', ...p }),
-  }).then((bytes) => {
+  // The core reads the model file as soon as both are here. A file it refuses counts as a wrong
+  // download: fetchVerified fetches it once more before the refusal is final, and caches it only
+  // once the core has accepted it.
+  const loadModel = async (bytes) => {
     marks.model = now();
     marks.modelEpoch = epoch();
-    return bytes;
-  });
+    const module = await instance;
+    const tReady = now();
+    // Each engine has an instance of its own: a failed load discards it with everything it
+    // allocated, so no other engine's memory is ever touched by a bad file.
+    const native = new module.Engine();
+    let message;
+    try {
+      message = native.load(bytes);
+    } catch (error) {
+      throw describeWasmFailure(error, { loading: resolvedModelUrl });
+    }
+    if (message) {
+      native.delete();
+      return { refusal: new EngineError('model', `The model file ${resolvedModelUrl} could not be loaded: ${message}`) };
+    }
+    return { value: { module, native, tReady, t3: now() } };
+  };
+  const modelLoad = fetchVerified(resolvedModelUrl, {
+    what: 'model file',
+    kind: 'model',
+    cacheKey: modelChecksum ? `${resolvedModelUrl}?sha256=${modelChecksum.sha256}` : null,
+    checksum: modelChecksum,
+    onProgress: (p) => onProgress({ phase: 'model', ...p }),
+  }, loadModel);
   // Promise.all watches every promise, so a second failure is never left unhandled.
-  const [module, modelBytes, { bytes: wasmBytes, streamed }] = await Promise.all([instance, modelBytesPromise, compiled]);
-  const tReady = now();
-  if (modelBytes.length > MAX_MODEL_FILE_BYTES) {
-    throw new EngineError('model', `The model file ${resolvedModelUrl} is ${modelBytes.length} bytes, more than this engine loads (${MAX_MODEL_FILE_BYTES}); use a smaller or compact model file.`);
-  }
-  // Each engine has an instance of its own: a failed load discards it with everything it
-  // allocated, so no other engine's memory is ever touched by a bad file.
-  const native = new module.Engine();
-  let message;
-  try {
-    message = native.load(modelBytes);
-  } catch (error) {
-    throw describeWasmFailure(error, { loading: resolvedModelUrl });
-  }
-  if (message) {
-    native.delete();
-    throw new EngineError('model', `The model file ${resolvedModelUrl} could not be loaded: ${message}`);
-  }
-  const t3 = now();
+  const [{ value: { module, native, tReady, t3 }, bytes: modelBytes }, { bytes: wasmBytes }] = await Promise.all([modelLoad, compiled, instance]);
   const info = { ...native.info(), url: resolvedModelUrl, sha256: modelFile?.sha256 ?? null };
   const t4 = now();
   const shards = split ? { baseUrl: shardBase, coreSha: entry.core.sha256, count: entry.shards.count } : null;
   const engine = new AttentionEngine(module, native, info, {
-    // fetchMs: until both files are here; compileMs: the wasm's download and compilation
-    // (streamed: overlapping); parseMs: the core reading the model file; totalMs: the whole.
+    // fetchMs: until both files are here (and checked); compileMs: the wasm's download and
+    // compilation; parseMs: the core reading the model file; totalMs: the whole.
     fetchMs: Math.max(marks.model, marks.compiled) - t0,
     compileMs: marks.compiled - t0,
     instantiatedMs: marks.instantiated - t0,
@@ -691,8 +736,7 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
     afterModelMs: t4 - marks.model,
     modelDoneAt: marks.modelEpoch,
     totalMs: t4 - t0,
-    streamed,
-    wasmBytes, modelBytes: modelBytes.length,
+    wasmBytes, modelBytes,
   }, memoBytes, shards);
   // A preloaded shard that failed to arrive is fetched again when a sentence needs it.
   for (const item of await Promise.all(preloaded)) {
