@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { buildEmbed } from './build_embed.mjs';
 import { copyWithBanner, ENGINE_BANNER } from './licence_banners.mjs';
 import { makeExamples } from './make_examples.mjs';
+import { makeSets } from './make_sets.mjs';
 import { PRESETS } from '../../web/state.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -112,6 +113,18 @@ const manifest = {
 };
 // The fidelity bar (docs/ARCHITECTURE.md): compact attention within 1e-3 of f32.
 if (models[NAIVE]) manifest.precision = { reference: REFERENCE, shipped: COMPACT, naive: NAIVE, bar: 1e-3 };
+// The series' set statistics, computed with the f32 reference where there is one (the compact
+// file's masked-LM output is not held to a bar; its attention is), else with the default.
+if (existsSync(cli)) {
+  const setKey = models[REFERENCE] ? REFERENCE : chosen;
+  const pageKey = chosen !== setKey ? chosen : null;
+  manifest.sets = makeSets({
+    modelPath: join(modelsDir, models[setKey].file), modelKey: setKey, cli, outDir: join(root, 'web', 'sets'),
+    pagePath: pageKey ? join(modelsDir, models[pageKey].file) : null, pageKey,
+  });
+} else {
+  console.warn(`build_site: ${cli} is missing, so the posts have no set statistics (run scripts/build.sh native).`);
+}
 writeFileSync(join(modelsDir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
 await buildEmbed();
 console.log(`build_site: engine ${wasm.length} bytes; models ${names.map((n) => `${n} (${models[n].bytes} bytes)`).join(', ')}; default ${chosen}`);

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/json.h"
 #include "cli/shards.h"
+#include "cli/text.h"
 #include "core/sentence_set.h"
 
 namespace attn::cli {
@@ -54,14 +55,14 @@ int ParseSetOptions(const char* command, const char* usage, int argc, char** arg
     } else if ((arg == "--resamples" || arg == "--permutations" || arg == "--seed") && has_value) {
       if (!ParseCount(argv[++i], 0, 100000000, &value)) {
         std::fprintf(stderr, "attention-cli %s: %s needs a whole number from 0 to 100000000, got '%s'.\n%s",
-                     command, arg.c_str(), argv[i], usage);
+                     command, arg.c_str(), Printable(argv[i]).c_str(), usage);
         return 2;
       }
       if (arg == "--resamples") options->bootstrap.resamples = static_cast<int32_t>(value);
       if (arg == "--permutations") options->permutations = static_cast<int32_t>(value);
       if (arg == "--seed") options->bootstrap.seed = static_cast<uint64_t>(value);
     } else {
-      std::fprintf(stderr, "attention-cli %s: unknown or incomplete option '%s'.\n%s", command, arg.c_str(), usage);
+      std::fprintf(stderr, "attention-cli %s: unknown or incomplete option '%s'.\n%s", command, Printable(arg).c_str(), usage);
       return 2;
     }
   }
@@ -83,13 +84,13 @@ bool LoadInputs(const char* command, const SetOptions& options, std::unique_ptr<
   Status status = LoadedModel::FromFile(options.model_path, model);
   if (status.ok() && !options.shards.empty()) status = LoadShardFolder(options.shards, model->get());
   if (!status.ok()) {
-    std::fprintf(stderr, "attention-cli %s: %s\n", command, status.message().c_str());
+    std::fprintf(stderr, "attention-cli %s: %s\n", command, Printable(status.message()).c_str());
     return false;
   }
   std::ifstream in(options.sentences_path);
   if (!in) {
     std::fprintf(stderr, "attention-cli %s: cannot open the sentences file '%s'.\n", command,
-                 options.sentences_path.c_str());
+                 Printable(options.sentences_path).c_str());
     return false;
   }
   for (std::string line; std::getline(in, line);) {
@@ -98,7 +99,7 @@ bool LoadInputs(const char* command, const SetOptions& options, std::unique_ptr<
   }
   if (sentences->empty()) {
     std::fprintf(stderr, "attention-cli %s: the sentences file '%s' has no sentences (one per line).\n",
-                 command, options.sentences_path.c_str());
+                 command, Printable(options.sentences_path).c_str());
     return false;
   }
   return true;
@@ -185,7 +186,7 @@ int RunProfile(int argc, char** argv) {
   SetProfile profile;
   Status status = ProfileSentences(*model, sentences, options.bootstrap, &profile, ProgressLine("profile", options.progress));
   if (!status.ok()) {
-    std::fprintf(stderr, "attention-cli profile: %s\n", status.message().c_str());
+    std::fprintf(stderr, "attention-cli profile: %s\n", Printable(status.message()).c_str());
     return 1;
   }
   FILE* out = stdout;
@@ -254,7 +255,7 @@ int RunContribution(int argc, char** argv) {
   std::vector<WordContribution> words;
   Status status = MeasureContributions(*model, sentences, &words, ProgressLine("contribution", options.progress));
   if (!status.ok()) {
-    std::fprintf(stderr, "attention-cli contribution: %s\n", status.message().c_str());
+    std::fprintf(stderr, "attention-cli contribution: %s\n", Printable(status.message()).c_str());
     return 1;
   }
   const ModelConfig& c = model->model().config();

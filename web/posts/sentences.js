@@ -1,7 +1,8 @@
-// The fixed sentence set the series' posts compute over: the article's four presets and twenty
-// more written for these pages (none is taken from the model's training text). A post computes
-// every count over this set live, with the loaded model; the reader's own sentence is shown
-// beside it, never mixed into it.
+// The first 24 sentences of the series' set (web/posts/sentences.txt): the article's four
+// presets and twenty more written for these pages (none is taken from the model's training
+// text). The confident post computes over these live, in the reader's browser; the heads and
+// contribution posts show statistics over the whole file, computed when the site is built
+// (scripts/site/make_sets.mjs). tests/js/sentence_set.test.mjs checks that the two agree.
 import { PRESETS } from '../state.js';
 
 export const WRITTEN_FOR_THE_SERIES = Object.freeze([
