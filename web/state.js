@@ -3,6 +3,8 @@
 // the figures. One small store; the
 // widgets never read it directly, article.js hands them a view of it.
 
+import { MAX_TEXT_CHARS } from './engine/engine.js';
+
 // Preset sentences for the sentence box (also read by scripts/site/make_examples.mjs, so the
 // precomputed example and the live page start from the same sentence).
 export const PRESETS = [
@@ -49,39 +51,54 @@ export function createStore(initial) {
   };
 }
 
-// The URL hash holds sentence, token, layer, head, whether specials are shown and the figure in
-// view. It is read as data only: every value is parsed, bounded and never interpreted as markup.
-const HASH_KEYS = { sentence: 's', token: 't', layer: 'l', head: 'h', showSpecial: 'special', view: 'v' };
-const MAX_HASH_SENTENCE = 2000;
+// Every page's state in its URL hash goes through one codec: readHashState(hash, keys) with keys
+// {name: kind}, and formatHashState({name: value}). It is read as data only: every value is
+// parsed and bounded by its kind, never interpreted as markup. A text is kept up to
+// MAX_LINK_TEXT characters, the longest text the engine takes, so whatever a page writes into
+// its link reads back (nothing longer is ever analysed).
+export const MAX_LINK_TEXT = MAX_TEXT_CHARS;
+const HASH_KINDS = Object.freeze({
+  text: (v) => (v.length <= MAX_LINK_TEXT ? v : undefined),
+  index: (v) => (/^\d{1,4}$/.test(v) ? Number(v) : undefined),
+  flag: (v) => (v === '0' || v === '1' ? v === '1' : undefined),
+  name: (v) => (/^[a-z]{1,20}$/.test(v) ? v : undefined),
+});
 
-function parseIndex(value) {
-  if (value === null || !/^\d{1,4}$/.test(value)) return undefined;
-  return Number(value);
-}
-
-export function parseHash(hash) {
+export function readHashState(hash, keys) {
   const params = new URLSearchParams(String(hash ?? '').replace(/^#/, ''));
   const out = {};
-  const sentence = params.get(HASH_KEYS.sentence);
-  if (sentence !== null && sentence.length <= MAX_HASH_SENTENCE) out.sentence = sentence;
-  for (const key of ['token', 'layer', 'head']) {
-    const value = parseIndex(params.get(HASH_KEYS[key]));
-    if (value !== undefined) out[key] = value;
+  for (const [name, kind] of Object.entries(keys)) {
+    const raw = params.get(name);
+    const value = raw === null ? undefined : HASH_KINDS[kind](raw);
+    if (value !== undefined) out[name] = value;
   }
-  const special = params.get(HASH_KEYS.showSpecial);
-  if (special === '0' || special === '1') out.showSpecial = special === '1';
-  const view = params.get(HASH_KEYS.view);
-  if (view !== null && /^[a-z]{1,20}$/.test(view)) out.view = view;
+  return out;
+}
+
+// '#' and the values that are set (undefined, null and '' are left out), in the order given.
+export function formatHashState(values) {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(values)) {
+    if (value === undefined || value === null || value === '') continue;
+    params.set(name, typeof value === 'boolean' ? (value ? '1' : '0') : String(value));
+  }
+  return `#${params.toString()}`;
+}
+
+// The article's keys: sentence, token, layer, head, whether specials are shown, the figure in view.
+const ARTICLE_KEYS = Object.freeze({ s: 'text', t: 'index', l: 'index', h: 'index', special: 'flag', v: 'name' });
+
+export function parseHash(hash) {
+  const v = readHashState(hash, ARTICLE_KEYS);
+  const out = { sentence: v.s, token: v.t, layer: v.l, head: v.h, showSpecial: v.special, view: v.v };
+  for (const key of Object.keys(out)) if (out[key] === undefined) delete out[key];
   return out;
 }
 
 export function formatHash(state) {
-  const params = new URLSearchParams();
-  params.set(HASH_KEYS.sentence, state.sentence);
-  if (state.token >= 0) params.set(HASH_KEYS.token, String(state.token));
-  if (state.layer >= 0) params.set(HASH_KEYS.layer, String(state.layer));
-  if (state.head >= 0) params.set(HASH_KEYS.head, String(state.head));
-  if (!state.showSpecial) params.set(HASH_KEYS.showSpecial, '0');
-  if (state.view) params.set(HASH_KEYS.view, state.view);
-  return `#${params.toString()}`;
+  const index = (value) => (value >= 0 ? value : undefined);
+  return formatHashState({
+    s: state.sentence, t: index(state.token), l: index(state.layer), h: index(state.head),
+    special: state.showSpecial ? undefined : false, v: state.view,
+  });
 }

@@ -3,13 +3,15 @@
 // what the engine gives when the test asks it directly in the page (the top 10 and the original
 // word's rank; each head's weight on its top token in the masked sentence and the change in the
 // original word's probability when that head alone is removed); the raw and value-weighted rows
-// sum to 1; the set's findings (Spearman, agreement, survival) equal a recomputation here; sorting
+// sum to 1; the set section shows the statistics the site build computed (the core's
+// contribution command, checked against an independent implementation in
+// tests/py/test_sentence_set.py), at once and with the conclusion its numbers support; sorting
 // works and the address carries sentence, word and sort order; at 360 px nothing scrolls
 // sideways; typed text is inert; the update time at n = 16 is measured and reported
 // (test-artifacts/contribution-timing.json); screenshots at 1280 and 390 px go to test-artifacts/.
 // Needs the assembled site (node scripts/site/build_site.mjs).
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +23,6 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
 const artifacts = join(root, 'test-artifacts');
 const LOAD_TIMEOUT_MS = 120000;
-const SET_TIMEOUT_MS = 400000;
 const N16 = 'The old animal did not cross the street because it was too tired.';
 const DEPTH = 1000;
 
@@ -129,63 +130,15 @@ async function assertInert(page) {
   assert.deepEqual(found, { injected: null, img: 0, script: 0, bold: 0 });
 }
 
-// The set's findings, recomputed in the page from the engine's answers.
-function setFindings(page, texts) {
-  return page.evaluate(async ([texts, depth]) => {
-    const { getEngine } = await import('/engine/engine.js');
-    const { attentionRow, ROLE } = await import('/engine/result.js');
-    const engine = await getEngine();
-    const ranks = (v) => {
-      const order = v.map((value, i) => ({ value, i })).sort((a, b) => a.value - b.value);
-      const r = [];
-      for (let k = 0; k < order.length;) {
-        let m = k;
-        while (m + 1 < order.length && order[m + 1].value === order[k].value) ++m;
-        for (let q = k; q <= m; ++q) r[order[q].i] = (k + m) / 2 + 1;
-        k = m + 1;
-      }
-      return r;
-    };
-    const pearson = (a, b) => {
-      const ma = a.reduce((s, x) => s + x, 0) / a.length;
-      const mb = b.reduce((s, x) => s + x, 0) / b.length;
-      let ab = 0; let aa = 0; let bb = 0;
-      a.forEach((x, i) => { ab += (x - ma) * (b[i] - mb); aa += (x - ma) ** 2; bb += (b[i] - mb) ** 2; });
-      return aa > 0 && bb > 0 ? ab / Math.sqrt(aa * bb) : NaN;
-    };
-    let words = 0; let agree = 0; let survived = 0; let pairs = 0;
-    const rhos = [];
-    const perHead = new Array(16).fill(0);
-    for (const text of texts) {
-      const r = await engine.analyze(text);
-      for (let i = 0; i < r.n; ++i) {
-        if (r.roles[i] !== ROLE.ordinary || r.tokens.filter((t) => t.word === r.tokens[i].word).length !== 1) continue;
-        words += 1;
-        const t = r.tokens[i];
-        const masked = await engine.analyzeAblated(text.slice(0, t.start) + '[MASK]' + text.slice(t.end));
-        const base = await engine.predict(text, i, depth, { masked: true });
-        const p0 = base.find((x) => x.id === t.id)?.probability ?? 0;
-        const att = [];
-        const eff = [];
-        for (let lh = 0; lh < r.layers * r.heads; ++lh) {
-          const row = attentionRow(masked, Math.floor(lh / r.heads), lh % r.heads, i);
-          att.push(Math.max(...row));
-          const list = await engine.predict(text, i, depth, { masked: true, removed: `${Math.floor(lh / r.heads) + 1}.${(lh % r.heads) + 1}` });
-          eff.push(Math.abs((list.find((x) => x.id === t.id)?.probability ?? 0) - p0));
-          const s = list[0].id === base[0].id;
-          survived += s; perHead[lh] += s; pairs += 1;
-        }
-        const rho = pearson(ranks(att), ranks(eff));
-        if (Number.isFinite(rho)) rhos.push(rho);
-        agree += att.indexOf(Math.max(...att)) === eff.indexOf(Math.max(...eff));
-      }
-    }
-    return { words, agree, survived, pairs, perHead, rhoMean: rhos.reduce((s, x) => s + x, 0) / rhos.length, defined: rhos.length, rhoPositive: rhos.filter((x) => x > 0).length };
-  }, [texts, DEPTH]);
+// The set statistics the site build wrote for the manifest's model (the file the post shows).
+function shippedSet() {
+  const manifest = JSON.parse(readFileSync(join(web, 'models', 'manifest.json'), 'utf8'));
+  assert.ok(manifest.sets?.file, 'the manifest names no set statistics; run node scripts/site/build_site.mjs');
+  return JSON.parse(readFileSync(join(web, 'models', manifest.sets.file), 'utf8'));
 }
 
 describe('contribution.html and its figures', { timeout: 900000 }, () => {
-  test('figures equal the engine; rows sum to 1; the set\u2019s findings; sorting and permalinks; hostile input; 360 px; the n = 16 update time', async (t) => {
+  test('figures equal the engine; rows sum to 1; sorting and permalinks; hostile input; 360 px; the n = 16 update time', async (t) => {
     const { page, context, errors } = await openPost('contribution.html');
     await ready(page, 'attention-prediction');
     await ready(page, 'attention-contribution');
@@ -214,21 +167,6 @@ describe('contribution.html and its figures', { timeout: 900000 }, () => {
     const chosen = await contributionShown(page);
     assert.deepEqual([chosen.vwLayer, chosen.vwHead], [Number(byEffect.rows[3].layer), Number(byEffect.rows[3].head)]);
     checkContribution(chosen, await engineMeasure(page, chosen.text, chosen.token));
-
-    // The set's findings.
-    await ready(page, '#survival', SET_TIMEOUT_MS);
-    const facts = await page.locator('#survival').evaluate((el) => ({ ...el.dataset, perHead: [...el.querySelectorAll('tbody tr')].map((tr) => Number(tr.dataset.survived)) }));
-    const mine = await setFindings(page, [...SENTENCE_SET]);
-    assert.equal(Number(facts.words), mine.words);
-    assert.equal(Number(facts.agree), mine.agree);
-    assert.equal(Number(facts.survived), mine.survived);
-    assert.equal(Number(facts.pairs), mine.pairs);
-    assert.equal(Number(facts.defined), mine.defined);
-    assert.equal(Number(facts.rhoPositive), mine.rhoPositive);
-    assert.ok(Math.abs(Number(facts.rhoMean) - mine.rhoMean) <= 1e-9, `mean rho ${facts.rhoMean} vs ${mine.rhoMean}`);
-    assert.deepEqual(facts.perHead, mine.perHead);
-    assert.match(await page.locator('[data-fact="agree"]').textContent(), new RegExp(`^${mine.agree} of ${mine.words} `));
-    t.diagnostic(`set: ${mine.words} words, mean rho ${mine.rhoMean.toFixed(3)}, agree ${mine.agree}, survived ${mine.survived}/${mine.pairs}`);
 
     // The update time at n = 16: a sentence of 16 tokens, five words clicked in turn.
     await page.fill('#sentence', N16);
@@ -282,15 +220,53 @@ describe('contribution.html and its figures', { timeout: 900000 }, () => {
     assert.deepEqual(second.errors, []);
     await second.context.close();
 
-    // Screenshots, once the instrument has drawn (the set's table may still be measuring).
+    // Screenshots, once the instrument and the set's table have drawn.
     for (const width of [1280, 390]) {
       const shot = await openPost('contribution.html', { width });
       await ready(shot.page, 'attention-contribution');
-      await ready(shot.page, '#survival', SET_TIMEOUT_MS);
+      await ready(shot.page, '#survival');
       await shot.page.waitForTimeout(300);
       await shot.page.screenshot({ path: join(artifacts, `post-contribution-${width}.png`), fullPage: true });
       assert.deepEqual(shot.errors, []);
       await shot.context.close();
     }
+  });
+
+  test('the set section shows the shipped statistics, at once, with the conclusion its numbers support', async (t) => {
+    const set = shippedSet();
+    const summary = set.contribution.summary;
+    const { page, context, errors } = await openPost('contribution.html');
+    const t0 = Date.now();
+    await ready(page, '#survival');
+    const setMs = Date.now() - t0;
+    await page.waitForFunction(() => document.getElementById('status').dataset.state === 'live', null, { timeout: LOAD_TIMEOUT_MS });
+    const liveMs = Date.now() - t0;
+    t.diagnostic(`set section drawn ${setMs} ms after the page opened; engine live after ${liveMs} ms`);
+    assert.ok(setMs <= liveMs + 2000, `the set section took ${setMs} ms, the engine ${liveMs} ms`);
+    const facts = await page.locator('#survival').evaluate((el) => ({ ...el.dataset, rows: [...el.querySelectorAll('tbody tr')].map((tr) => ({ ...tr.dataset })) }));
+    assert.equal(Number(facts.words), summary.words);
+    assert.equal(Number(facts.agree), summary.agreement.observed);
+    assert.equal(Number(facts.expected), summary.agreement.expected);
+    assert.equal(facts.rows.length, summary.per_head.length);
+    facts.rows.forEach((row, k) => {
+      assert.equal(Number(row.attending), summary.per_head[k].most_attending);
+      assert.equal(Number(row.survival), summary.per_head[k].top1_survival);
+    });
+    // The prose: the chance level is the null's, never "1 in" the number of heads.
+    const text = await page.locator('#s-set').evaluate((el) => el.closest('section').textContent);
+    assert.doesNotMatch(text, /1 in \d+|being computed|being counted/);
+    assert.match(await page.locator('[data-fact="agree"]').textContent(), new RegExp(`^${summary.agreement.observed.toLocaleString('en-US')} of the ${summary.words.toLocaleString('en-US')} words `));
+    assert.match(await page.locator('[data-fact="expected"]').textContent(), new RegExp(`^${summary.agreement.expected.toFixed(1)} `));
+    const conclusion = await page.locator('[data-fact="conclusion"]').textContent();
+    const significant = summary.agreement.p_value < 0.05;
+    assert.equal(/^There is no evidence that the most-attending/.test(conclusion), !significant, conclusion);
+    for (const key of ['rhoPerWord', 'rhoConstant', 'rhoBeyond', 'withinRho', 'survival']) {
+      assert.match(await page.locator(`[data-fact="${key}"]`).textContent(), /\(95% interval [\u2212-]?[\d.]+%? to [\u2212-]?[\d.]+%?\)$/, key);
+    }
+    // The per-word numbers are offered, not fetched.
+    const href = await page.locator('#words-link').getAttribute('href');
+    assert.match(href, /\/sets\/[0-9a-f]{64}\.words\.json$/);
+    assert.deepEqual(errors, []);
+    await context.close();
   });
 });

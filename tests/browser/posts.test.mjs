@@ -1,10 +1,13 @@
 // The series' posts in Debian's Chromium: heads.html, confident.html and vocabulary.html each
-// load without errors; every number they print equals one computed here independently (from the
-// engine's attention rows in the page, or from the native CLI tokenizer); the rows they read sum
-// to 1 within 1e-6; head labels are visible text, not hover titles; at 360 px nothing scrolls
-// sideways; typed text is inert (never markup); the URL hash carries the state as data; and
-// screenshots at 1280 and 390 px go to test-artifacts/. Needs the assembled site
-// (node scripts/site/build_site.mjs) and, for the vocabulary post, build/native/attention-cli.
+// load without errors; the heads post's set table is the set statistics the site build wrote
+// (attention-cli profile, checked against independent code in tests/py/test_sentence_set.py),
+// and its table for the reader's sentence equals shares recomputed here from the engine's rows;
+// every other number equals one computed here independently (from the engine's attention rows in
+// the page, or from the native CLI tokenizer); the rows they read sum to 1 within 1e-6; head
+// labels are visible text, not hover titles; at 360 px nothing scrolls sideways; typed text is
+// inert (never markup); the URL hash carries the state as data; and screenshots at 1280 and 390
+// px go to test-artifacts/. Needs the assembled site (node scripts/site/build_site.mjs) and, for
+// the vocabulary post, build/native/attention-cli.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -85,8 +88,9 @@ async function assertInert(page) {
 }
 
 // Per head over results, computed from the attention rows themselves (not the core's row
-// statistics): rows, the previous/next/sink/self/punctuation argmax counts, word rows and their
-// next/previous counts, the largest deviation of a row sum from 1, and the core's rule's label.
+// statistics or counts): rows, where each row's argmax falls (the partition the posts show),
+// word rows and how many of those that have a previous (next) text token put their argmax on
+// it, the largest deviation of a row sum from 1, and the core's label per result.
 function pageCounts(page, sentences) {
   return page.evaluate(async (texts) => {
     const { getEngine } = await import('/engine/engine.js');
@@ -97,33 +101,36 @@ function pageCounts(page, sentences) {
     const out = [];
     let worstSum = 0;
     const { layers, heads } = results[0];
+    const special = (r, k) => r.roles[k] === ROLE.cls || r.roles[k] === ROLE.sep;
     for (let layer = 0; layer < layers; ++layer) {
       for (let head = 0; head < heads; ++head) {
-        const c = { layer, head, rows: 0, previous: 0, next: 0, sink: 0, self: 0, punctuation: 0, words: 0, wordNext: 0, wordPrevious: 0, ne: 0, coreLabels: [] };
+        const c = { layer, head, rows: 0, special: 0, self: 0, neighbour: 0, punctuation: 0, other: 0, withPrevious: 0, previous: 0, withNext: 0, next: 0, coreLabels: [], coreCounts: [] };
         for (const r of results) {
           c.coreLabels.push(headLabel(r, layer, head));
+          c.coreCounts.push(r.head_profiles[layer * heads + head].counts);
           for (let i = 0; i < r.n; ++i) {
             const row = attentionRow(r, layer, head, i);
             let j = 0;
             let sum = 0;
-            let entropy = 0;
             for (let k = 0; k < r.n; ++k) {
               sum += row[k];
               if (row[k] > row[j]) j = k;
-              if (row[k] > 0) entropy -= row[k] * Math.log(row[k]);
             }
             worstSum = Math.max(worstSum, Math.abs(sum - 1));
             c.rows += 1;
-            c.ne += r.n > 1 ? entropy / Math.log(r.n) : 0;
-            c.previous += j === i - 1;
-            c.next += j === i + 1;
-            c.sink += r.roles[j] === ROLE.cls || r.roles[j] === ROLE.sep;
-            c.self += j === i;
-            c.punctuation += r.roles[j] === ROLE.punctuation;
-            if (r.roles[i] === ROLE.ordinary) {
-              c.words += 1;
-              c.wordNext += j === i + 1;
-              c.wordPrevious += j === i - 1;
+            if (special(r, j)) c.special += 1;
+            else if (j === i) c.self += 1;
+            else if (Math.abs(j - i) === 1) c.neighbour += 1;
+            else if (r.roles[j] === ROLE.punctuation) c.punctuation += 1;
+            else c.other += 1;
+            if (r.roles[i] !== ROLE.ordinary) continue;
+            if (i >= 1 && !special(r, i - 1)) {
+              c.withPrevious += 1;
+              c.previous += j === i - 1;
+            }
+            if (i + 1 < r.n && !special(r, i + 1)) {
+              c.withNext += 1;
+              c.next += j === i + 1;
             }
           }
         }
@@ -134,13 +141,11 @@ function pageCounts(page, sentences) {
   }, sentences);
 }
 
-// The core's label rule (wasm/core/analysis.h), written out again here.
-function ruleLabel(c) {
-  if (c.ne / c.rows >= 0.9) return 'broad';
-  const candidates = [['previous-token', c.previous], ['next-token', c.next], ['[CLS]/[SEP] sink', c.sink], ['self', c.self], ['punctuation', c.punctuation]];
-  let best = candidates[0];
-  for (const x of candidates) if (x[1] > best[1]) best = x;
-  return best[1] / c.rows >= 0.5 ? best[0] : 'mixed';
+// The set statistics the site build wrote for the manifest's model (the file the posts show).
+function shippedSet() {
+  const manifest = JSON.parse(readFileSync(join(web, 'models', 'manifest.json'), 'utf8'));
+  assert.ok(manifest.sets?.file, 'the manifest names no set statistics; run node scripts/site/build_site.mjs');
+  return JSON.parse(readFileSync(join(web, 'models', manifest.sets.file), 'utf8'));
 }
 
 async function tableRows(page, scope) {
@@ -150,37 +155,51 @@ async function tableRows(page, scope) {
 const close = (a, b, what) => assert.ok(Math.abs(Number(a) - Number(b)) < 1e-9, `${what}: page ${a}, expected ${b}`);
 
 describe('the series\u2019 posts', { timeout: 600000 }, () => {
-  test('heads.html: every head\u2019s counts and labels equal the engine\u2019s; permalinks; hostile input; 360 px', async () => {
+  test('heads.html: the set table is the shipped set statistics; the reader\u2019s sentence equals the engine; permalinks; hostile input; 360 px', async () => {
     const { page, context, errors } = await openPost('heads.html');
     await ready(page, '#set-table');
     await ready(page, '#yours');
-    const set = await pageCounts(page, [...SENTENCE_SET]);
-    assert.ok(set.worstSum <= ROW_SUM_TOLERANCE, `a row sums to 1 \u00b1 ${set.worstSum}`);
+    const set = shippedSet();
     const shown = await tableRows(page, 'set');
-    assert.equal(shown.length, set.heads.length);
+    assert.equal(shown.length, set.profile.heads.length);
     shown.forEach((row, k) => {
-      const c = set.heads[k];
-      assert.deepEqual([Number(row.layer), Number(row.head)], [c.layer, c.head]);
-      assert.equal(row.label, ruleLabel(c), `L${c.layer + 1} H${c.head + 1}`);
-      close(row.next, c.wordNext / c.words, 'next share');
-      close(row.previous, c.wordPrevious / c.words, 'previous share');
-      close(row.positional, (c.previous + c.next) / c.rows, 'positional share');
-      close(row.sink, c.sink / c.rows, 'sink share');
+      const x = set.profile.heads[k];
+      const c = x.counts;
+      assert.deepEqual([Number(row.layer) + 1, Number(row.head) + 1], [x.layer, x.head]);
+      assert.equal(row.label, x.label, `L${x.layer} H${x.head}`);
+      assert.equal(row.borderline, String(x.borderline));
+      close(row.previous, c.word_previous / c.word_rows_with_previous, 'previous share');
+      close(row.next, c.word_next / c.word_rows_with_next, 'next share');
+      const partition = row.partition.split(' ').map(Number);
+      close(partition.reduce((a, b) => a + b, 0), 100, 'the partition sums to 100%');
+      // Each shown share is its count over all rows, to the 0.1% the table prints.
+      [c.target_special, c.target_self, c.target_previous + c.target_next, c.target_punctuation, c.target_other].forEach((count, q) => {
+        assert.ok(Math.abs(partition[q] - (100 * count) / c.rows) <= 0.1 + 1e-9, `partition column ${q}: ${partition[q]} vs ${(100 * count) / c.rows}`);
+      });
     });
-    // The title's counts: heads whose word rows say the next (previous) word at least 90% of the time.
-    const onlyNext = set.heads.filter((c) => c.wordNext / c.words >= 0.9).length;
-    const onlyPrevious = set.heads.filter((c) => c.wordPrevious / c.words >= 0.9).length;
-    const words = ['No', 'One', 'Two', 'Three', 'Four', 'Five', 'Six'];
+    // The title's counts: heads whose whole interval of the share lies at or above 90%.
+    const words = ['no', 'one', 'two', 'three', 'four', 'five', 'six'];
+    const previous = set.profile.heads.filter((x) => x.shares.word_previous.estimate.low >= 0.9).length;
+    const next = set.profile.heads.filter((x) => x.shares.word_next.estimate.low >= 0.9).length;
     const title = await page.locator('h1').textContent();
-    assert.match(title, new RegExp(`^${['Sixteen'][0]} heads`));
-    assert.match(title, new RegExp(`${words[onlyNext]} says? only \u201cthe next word\u201d, ${words[onlyPrevious].toLowerCase()} only \u201cthe previous word\u201d`));
-    assert.match(await page.locator('[data-fact="onlyNext"]').textContent(), new RegExp(`^${onlyNext} `));
-    // The reader's sentence: the core's own label for each head, and the same counts.
-    const yours = await pageCounts(page, [SENTENCE_SET[0]]);
+    assert.match(title, new RegExp(`over ${set.profile.sentences} sentences, ${words[previous]} almost always says? \u201cthe previous token\u201d and ${words[next]} \u201cthe next token\u201d`));
+    assert.equal(await page.locator('[data-fact="onlyPrevious"]').textContent(), `${words[previous]} ${previous === 1 ? 'head does' : 'heads do'}`);
+    assert.ok(set.profile.sentences >= 200, `the set has ${set.profile.sentences} sentences`);
+    // The reader's sentence: the core's counts and label, and the shares recomputed here from the rows.
+    const mine = await pageCounts(page, [set.sentences[0]]);
+    assert.ok(mine.worstSum <= ROW_SUM_TOLERANCE, `a row sums to 1 \u00b1 ${mine.worstSum}`);
+    const totalWord = (await page.locator('[data-fact="totalWord"]').textContent()).toLowerCase();
+    assert.ok(title.toLowerCase().startsWith(`${totalWord} heads`), title);
     (await tableRows(page, 'yours')).forEach((row, k) => {
-      assert.equal(row.label, yours.heads[k].coreLabels[0]);
-      assert.equal(ruleLabel(yours.heads[k]), yours.heads[k].coreLabels[0], 'the rule written out here differs from the core\u2019s');
-      close(row.next, yours.heads[k].wordNext / yours.heads[k].words, 'next share (yours)');
+      const c = mine.heads[k];
+      assert.equal(row.label, c.coreLabels[0]);
+      close(row.previous, c.withPrevious ? c.previous / c.withPrevious : 0, 'previous share (yours)');
+      close(row.next, c.withNext ? c.next / c.withNext : 0, 'next share (yours)');
+      const partition = row.partition.split(' ').map(Number);
+      [c.special, c.self, c.neighbour, c.punctuation, c.other].forEach((count, q) => {
+        assert.ok(Math.abs(partition[q] - (100 * count) / c.rows) <= 0.1 + 1e-9, `yours, partition column ${q}`);
+      });
+      assert.equal(c.coreCounts[0].rows, c.rows);
     });
     await labelsVisible(page, '#set-table');
     await labelsVisible(page, '#yours');

@@ -10,7 +10,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { createEngine } from '../../web/engine/engine.js';
 import { rowStat } from '../../web/engine/result.js';
-import { formatHash, parseHash } from '../../web/state.js';
+import { formatHash, MAX_LINK_TEXT, parseHash } from '../../web/state.js';
 import { describeModel, mechanism, resolveSelection, rowSummary, softmax } from '../../web/widgets/data.js';
 import { requireInputs } from './inputs.mjs';
 
@@ -66,7 +66,9 @@ test('the URL hash is read as data only', () => {
   const state = { sentence: '<img src=x onerror=alert(1)> & #x', token: 3, layer: 1, head: 2, showSpecial: false };
   assert.deepEqual(parseHash(formatHash(state)), state);
   assert.deepEqual(parseHash('#t=-1&l=1e3&h=9999999&special=yes&constructor=1&__proto__=1'), {});
-  assert.deepEqual(parseHash(`#s=${'a'.repeat(5000)}`), {});
+  // One limit for links: whatever the engine takes reads back; longer is never written.
+  assert.deepEqual(parseHash(formatHash({ ...state, sentence: 'a'.repeat(MAX_LINK_TEXT) })).sentence.length, MAX_LINK_TEXT);
+  assert.deepEqual(parseHash(`#s=${'a'.repeat(MAX_LINK_TEXT + 1)}`), {});
   assert.deepEqual(parseHash(undefined), {});
 });
 

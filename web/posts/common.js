@@ -3,28 +3,18 @@
 // hash (read as data only, never as markup), and the head statistics every post computes from
 // the loaded model's results. Text always reaches the page as text nodes (h() from dom.js).
 import { getEngine, onEngineProgress } from '../engine/engine.js';
-import { headLabel, ROLE, rowStat } from '../engine/result.js';
+import { loadSetStatistics } from '../engine/sets.js';
+import { formatHashState, MAX_LINK_TEXT, readHashState } from '../state.js';
+import { headLabel } from '../engine/result.js';
 import { describeModel } from '../widgets/data.js';
 import { fmt, h, megabytes } from '../widgets/dom.js';
 
-// The state a post keeps in its hash: a few short, bounded strings and small integers.
-export const MAX_SENTENCE = 2000;
-export function readHash(keys) {
-  const params = new URLSearchParams(location.hash.replace(/^#/, ''));
-  const out = {};
-  for (const [name, kind] of Object.entries(keys)) {
-    const value = params.get(name);
-    if (value === null) continue;
-    if (kind === 'text' && value.length <= MAX_SENTENCE) out[name] = value;
-    if (kind === 'index' && /^\d{1,4}$/.test(value)) out[name] = Number(value);
-  }
-  return out;
-}
+// The state a post keeps in its hash, through the pages' one codec (web/state.js): keys
+// {name: 'text' | 'index'}.
+export const readHash = (keys) => readHashState(location.hash, keys);
 
 export function writeHash(state, { push = false } = {}) {
-  const params = new URLSearchParams();
-  for (const [name, value] of Object.entries(state)) if (value !== undefined && value !== null && value !== '') params.set(name, String(value));
-  const hash = `#${params.toString()}`;
+  const hash = formatHashState(state);
   if (hash !== location.hash) history[push ? 'pushState' : 'replaceState'](null, '', hash);
 }
 
@@ -58,57 +48,16 @@ export async function analyzeAll(engine, texts) {
   return out;
 }
 
-// The categories of a row's largest weight, as the core counts them for head profiles
-// (wasm/core/analysis.cc, HeadProfile::Add): one row may fall in several.
-export const CATEGORIES = Object.freeze(['previous_token', 'next_token', 'sink', 'self', 'punctuation']);
-const CATEGORY_LABEL = { previous_token: 'previous-token', next_token: 'next-token', sink: '[CLS]/[SEP] sink', self: 'self', punctuation: 'punctuation' };
-
-// Counts, per head, over the rows of several results: rows, the categories above, the word rows
-// (rows of ordinary tokens, the words a reader clicks) and how many of those fall on the previous
-// or next token, and the sums of entropy, normalised entropy and ratio to uniform.
-export function headCounts(results) {
-  const first = results[0];
-  const counts = [];
-  for (let layer = 0; layer < first.layers; ++layer) {
-    for (let head = 0; head < first.heads; ++head) {
-      const c = { layer, head, rows: 0, words: 0, wordNext: 0, wordPrevious: 0, entropy: 0, normalized_entropy: 0, ratio_to_uniform: 0 };
-      for (const k of CATEGORIES) c[k] = 0;
-      for (const r of results) {
-        for (let i = 0; i < r.n; ++i) {
-          const s = rowStat(r, layer, head, i);
-          const j = s.argmax;
-          c.rows += 1;
-          c.previous_token += j === i - 1;
-          c.next_token += j === i + 1;
-          c.sink += r.roles[j] === ROLE.cls || r.roles[j] === ROLE.sep;
-          c.self += j === i;
-          c.punctuation += r.roles[j] === ROLE.punctuation;
-          c.entropy += s.entropy;
-          c.normalized_entropy += s.normalized_entropy;
-          c.ratio_to_uniform += s.ratio_to_uniform;
-          if (r.roles[i] === ROLE.ordinary) {
-            c.words += 1;
-            c.wordNext += j === i + 1;
-            c.wordPrevious += j === i - 1;
-          }
-        }
-      }
-      counts.push(c);
+// The core's counts of every head (head_profiles[k].counts, wasm/core/analysis.h) summed over
+// several results of one model: [{layer, head, rows, word_rows, word_next, ...}].
+export function summedCounts(results) {
+  return results[0].head_profiles.map((p, k) => {
+    const total = { layer: p.layer, head: p.head };
+    for (const r of results) {
+      for (const [name, value] of Object.entries(r.head_profiles[k].counts)) total[name] = (total[name] ?? 0) + value;
     }
-  }
-  return counts;
-}
-
-// The core's label rule (wasm/core/analysis.h, HeadProfile::Label), applied to counts over
-// any number of sentences: broad when the mean normalised entropy is at least 0.9, else the
-// category with the most rows (earlier in CATEGORIES on a tie) if it has at least half of them,
-// else mixed. For one sentence it gives the core's own label (the posts' tests check that).
-export function labelOf(c) {
-  if (c.rows === 0) return 'mixed';
-  if (c.normalized_entropy / c.rows >= 0.9) return 'broad';
-  let best = CATEGORIES[0];
-  for (const k of CATEGORIES) if (c[k] > c[best]) best = k;
-  return c[best] / c.rows >= 0.5 ? CATEGORY_LABEL[best] : 'mixed';
+    return total;
+  });
 }
 
 // The labels that say where a head looks, not what it reads.
@@ -120,12 +69,49 @@ export function labelChip(label) {
   return h('span.label', { dataset: { kind, label } , text: label });
 }
 
+// How far the file the page runs departs from the f32 file the set was computed with, over the
+// set's sentences (the site build's attention-cli compare): {attention, predictions} as prose,
+// or null when the page runs the set's own file.
+export function pageFidelity(set) {
+  const c = set.page;
+  if (!c) return null;
+  return {
+    attention: `over the set\u2019s sentences its attention weights differ from the f32 file\u2019s by at most ${c.attention_max_abs.toPrecision(3)} (${c.attention_mean_abs.toPrecision(2)} on average), and a row\u2019s largest weight moves to another token in ${c.argmax_changed_rows.toLocaleString('en-US')} of ${c.rows.toLocaleString('en-US')} rows`,
+    predictions: c.masked_positions
+      ? `over ${c.masked_positions.toLocaleString('en-US')} masked positions of the set\u2019s sentences, its top guess is the f32 file\u2019s in ${(100 * c.masked_lm_top1_agreement).toFixed(1)}% of them`
+      : null,
+  };
+}
+
+// A bootstrap estimate {value, low, high} as "12.3% (95% interval 10.1 to 14.0%)".
+export function withInterval(estimate, format, level = 0.95) {
+  return `${format(estimate.value)} (${Math.round(100 * level)}% interval ${format(estimate.low)} to ${format(estimate.high)})`;
+}
+
+// Shares of a partition, as percentages to `digits` decimals that sum to exactly 100 (largest
+// remainders round up), so a row of them never reads 99.9% or 100.1%.
+export function partitionPercents(counts, digits = 1) {
+  const total = counts.reduce((a, b) => a + b, 0);
+  if (!total) return counts.map(() => 0);
+  const unit = 10 ** digits;
+  const exact = counts.map((c) => (100 * unit * c) / total);
+  const floors = exact.map(Math.floor);
+  let left = 100 * unit - floors.reduce((a, b) => a + b, 0);
+  const order = exact.map((x, i) => [x - floors[i], i]).sort((a, b) => b[0] - a[0]);
+  for (const [, i] of order) {
+    if (left <= 0) break;
+    floors[i] += 1;
+    left -= 1;
+  }
+  return floors.map((f) => f / unit);
+}
+
 export const share = (count, total) => (total ? count / total : 0);
 export const percent = (value, digits = 1) => `${(100 * value).toFixed(digits)}%`;
 export const headTag = (layer, head) => `L${layer + 1} H${head + 1}`;
-export { fmt, h, headLabel };
+export { fmt, h, headLabel, loadSetStatistics };
 
-// English words for the small counts a title states ("Sixteen heads").
+// English words for the small counts a title states ("Four heads").
 const WORDS = ['No', 'One', 'Two', 'Three', 'Four', 'Five', 'Six', 'Seven', 'Eight', 'Nine', 'Ten', 'Eleven', 'Twelve',
   'Thirteen', 'Fourteen', 'Fifteen', 'Sixteen', 'Seventeen', 'Eighteen', 'Nineteen', 'Twenty'];
 export const countWord = (n, lower = false) => {
@@ -142,7 +128,7 @@ export function fillFacts(root, facts) {
 }
 
 // A sentence box with a submit button; `onSubmit(text)` gets what the reader typed, as data. An
-// empty text, or one longer than a post's link holds (MAX_SENTENCE), is refused in `error` (the
+// empty text, or one longer than a link holds (MAX_LINK_TEXT), is refused in `error` (the
 // caller places it), with `emptyMessage` or the length, and onSubmit is not called; nothing the
 // reader pasted is cut.
 export function sentenceForm({ value, label = 'Your sentence', onSubmit, emptyMessage }) {
@@ -154,8 +140,8 @@ export function sentenceForm({ value, label = 'Your sentence', onSubmit, emptyMe
       error.textContent = emptyMessage;
       return;
     }
-    if (input.value.length > MAX_SENTENCE) {
-      error.textContent = `This text is ${input.value.length.toLocaleString('en-US')} characters long; a post takes sentences of up to ${MAX_SENTENCE.toLocaleString('en-US')} (its link holds the sentence). The table below still shows the last one.`;
+    if (input.value.length > MAX_LINK_TEXT) {
+      error.textContent = `This text is ${input.value.length.toLocaleString('en-US')} characters long; a post takes sentences of up to ${MAX_LINK_TEXT.toLocaleString('en-US')} (its link holds the sentence). The table below still shows the last one.`;
       return;
     }
     onSubmit(input.value);

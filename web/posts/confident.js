@@ -7,8 +7,8 @@
 import '../widgets/attention-compare.js';
 import { SENTENCE_SET } from './sentences.js';
 import {
-  analyzeAll, countWord, fillFacts, fmt, h, headCounts, headLabel, headTag, labelChip, loadEngine, percent, readHash,
-  share, analyzeReadersSentence,
+  analyzeAll, countWord, fillFacts, fmt, h, headLabel, headTag, labelChip, loadEngine, percent, readHash,
+  share, analyzeReadersSentence, summedCounts,
 } from './common.js';
 import { attentionRow, ROLE, rowStat } from '../engine/result.js';
 import { rowRelation, SELECTION_RULE, sharpestAndBroadest } from '../widgets/data.js';
@@ -67,6 +67,10 @@ export function valueWeightedConfident(result, norms) {
   return out;
 }
 
+// Whether position j holds another word than position i: an ordinary token of a different word
+// (not punctuation, not [CLS] or [SEP], not a piece of the same word).
+const otherWord = (result, i, j) => result.roles[j] === ROLE.ordinary && result.tokens[j].word !== result.tokens[i].word;
+
 const saying = (result, word, x) => `${word} \u2192 ${result.tokens[x.argmax].text}, ${fmt(x.max, 3)}`;
 
 function wordTable(result, rows, selected) {
@@ -105,11 +109,11 @@ async function main() {
     const key = `${x.overall.layer},${x.overall.head}`;
     wins.set(key, (wins.get(key) ?? 0) + 1);
   }
-  const counts = headCounts(results);
+  const counts = summedCounts(results);
   const winners = [...wins.entries()].sort((a, b) => b[1] - a[1]).map(([key, n]) => {
     const [layer, head] = key.split(',').map(Number);
     const c = counts[layer * results[0].heads + head];
-    return { layer, head, wins: n, next: share(c.wordNext, c.words), previous: share(c.wordPrevious, c.words), words: c.words };
+    return { layer, head, wins: n, next: share(c.word_next, c.word_rows_with_next), previous: share(c.word_previous, c.word_rows_with_previous), words: c.word_rows };
   });
   const contentTier1 = all.filter((x) => x.content.tier === 1).length;
   const contentHeads = new Set(all.map((x) => `${x.content.layer},${x.content.head}`)).size;
@@ -123,6 +127,10 @@ async function main() {
     sentences: SENTENCE_SET.length,
     positional: positional.length.toLocaleString('en-US'),
     positionalShare: percent(positionalShare),
+    neighbourWords: (() => {
+      const words = perSentence.flatMap((rows, k) => rows.filter((x) => x.positional && otherWord(results[k], x.token, x.overall.argmax)));
+      return `${words.length.toLocaleString('en-US')} of ${all.length.toLocaleString('en-US')} words (${percent(share(words.length, all.length))})`;
+    })(),
     winnerCount: countWord(winners.length, true),
     winnerList: winners.map((w) => `${headTag(w.layer, w.head)} (${w.wins} words)`).join(', '),
     relations: [...overallTargets].join(', '),
@@ -158,7 +166,7 @@ async function main() {
   document.title = `${positionalShare >= 0.5 ? 'The most confident head is a positional one' : 'The most confident head is not always a positional one'}`;
   winnersSlot.replaceChildren(h('div.scroll', {}, h('table.data', { dataset: { scope: 'winners' } },
     h('caption', { text: `The heads that are most confident for some word, and what they do for every word of the ${SENTENCE_SET.length} sentences` }),
-    h('thead', {}, h('tr', {}, ['Head', 'Label', 'Most confident for', 'Says next, all words', 'Says previous, all words']
+    h('thead', {}, h('tr', {}, ['Head', 'Label', 'Most confident for', 'Says the next token', 'Says the previous token']
       .map((t, k) => h('th', { scope: 'col', class: k < 2 ? 'text' : undefined, text: t })))),
     h('tbody', {}, winners.map((w) => h('tr', { dataset: { layer: String(w.layer), head: String(w.head), wins: String(w.wins), next: String(w.next), previous: String(w.previous) } },
       h('th', { scope: 'row', class: 'text', text: headTag(w.layer, w.head) }),
@@ -166,7 +174,7 @@ async function main() {
       h('td', { text: `${w.wins} words` }),
       h('td', { text: percent(w.next) }),
       h('td', { text: percent(w.previous) })))))),
-  h('p.note', { text: `Label: the engine\u2019s label for the head over the first sentence; \u201call words\u201d: the ${winners[0]?.words ?? 0} word rows of the set.` }));
+  h('p.note', { text: `Label: the engine\u2019s label for the head over the first sentence. The two shares are over the set\u2019s ${winners[0]?.words ?? 0} word rows, each counted only where the word has a next (previous) token in the sentence.` }));
   winnersSlot.dataset.ready = 'true';
   await drawYours(engine);
   addEventListener('hashchange', () => drawYours(engine));

@@ -1,15 +1,16 @@
-// "Attention paid versus contribution made": the prediction figure, the contribution instrument
-// for the reader's sentence and word, and the finding over the series' sentence set, all computed
-// from the loaded model: for every whole word, masked, each head's weight on its top token beside
-// the change in the original word's probability when that head alone is removed; per word the
-// Spearman rank correlation of the two over the heads (effect as |change|), whether the
-// most-attending head is the most consequential one, and, per head, the share of words whose
-// top-1 prediction survives its removal.
+// "Attention paid versus contribution made": the prediction figure and the contribution
+// instrument for the reader's sentence and word (computed live), and the finding over the
+// series' sentence set, computed when the site was built by the core (attention-cli
+// contribution: exact probabilities, a bootstrap over sentences, and for the agreement of the
+// most-attending and the most-consequential head a permutation null that keeps both
+// distributions) and shown here as it is, with the conclusion its numbers support.
 import '../widgets/attention-prediction.js';
-import { measureContribution, spearman, wholeWord } from '../widgets/attention-contribution.js';
+import '../widgets/attention-contribution.js';
 import { withVocabularyProgress } from '../widgets/attention-prediction.js';
-import { SENTENCE_SET } from './sentences.js';
-import { countWord, fillFacts, fmt, h, headTag, loadEngine, percent, readHash, sentenceForm, writeHash } from './common.js';
+import {
+  countWord, fillFacts, fmt, h, headTag, loadEngine, loadSetStatistics, pageFidelity, percent, readHash, sentenceForm, withInterval, writeHash,
+} from './common.js';
+import { PRESETS } from '../state.js';
 
 const status = document.getElementById('status');
 const yoursSlot = document.getElementById('yours');
@@ -18,76 +19,110 @@ const survivalSlot = document.getElementById('survival');
 const HASH = { s: 'text', w: 'index', o: 'text' };
 const SORTS = ['attention', 'effect', 'head'];
 
-// The summary of many measurements (each measureContribution's result).
-export function findings(measured) {
-  const rhos = [];
-  const xs = [];
-  const ys = [];
-  let agree = 0;
-  let pairs = 0;
-  let survived = 0;
-  const first = measured[0];
-  const perHead = first.heads.map((x) => ({ layer: x.layer, head: x.head, survived: 0, words: 0, meanEffect: 0 }));
-  for (const m of measured) {
-    const attention = m.heads.map((x) => x.attention);
-    const effect = m.heads.map((x) => Math.abs(x.effect));
-    const rho = spearman(attention, effect);
-    if (Number.isFinite(rho)) rhos.push(rho);
-    xs.push(...attention);
-    ys.push(...effect);
-    let a = 0;
-    let e = 0;
-    for (let k = 1; k < m.heads.length; ++k) {
-      if (attention[k] > attention[a]) a = k;
-      if (effect[k] > effect[e]) e = k;
-    }
-    agree += a === e;
-    m.heads.forEach((x, k) => {
-      perHead[k].words += 1;
-      perHead[k].survived += x.survives;
-      perHead[k].meanEffect += x.effect / measured.length;
-      survived += x.survives;
-      pairs += 1;
-    });
-  }
-  const sorted = rhos.slice().sort((p, q) => p - q);
-  const median = sorted.length ? (sorted.length % 2 ? sorted[(sorted.length - 1) / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2) : NaN;
-  return {
-    words: measured.length, defined: rhos.length,
-    rhoMean: rhos.reduce((s, r) => s + r, 0) / rhos.length, rhoMedian: median,
-    rhoPositive: rhos.filter((r) => r > 0).length, rhoPooled: spearman(xs, ys),
-    agree, survived, pairs, perHead,
-  };
+// A small probability or change, readable at its size (0.0248, 0.000384, 2.1e-5).
+const small = (v) => (v === 0 ? '0' : Math.abs(v) >= 0.01 ? fmt(v, 3) : Math.abs(v) >= 1e-4 ? v.toPrecision(2) : v.toExponential(1));
+const rho = (v) => fmt(v, 3);
+const excludesZero = (e) => e.low > 0 || e.high < 0;
+
+// One plain sentence per finding, chosen by what the intervals and the p-value say.
+export function conclusion(s) {
+  const a = s.agreement;
+  const agreement = a.p_value < 0.05
+    ? `The most-attending head is the most consequential one somewhat more often than chance that keeps both distributions gives (${a.observed} against ${fmt(a.expected, 0)} expected, p = ${fmt(a.p_value, 3)})`
+    : `There is no evidence that the most-attending head is the most consequential one more often than chance that keeps both distributions (${a.observed} against ${fmt(a.expected, 0)} expected, p = ${fmt(a.p_value, 2)})`;
+  const beyond = excludesZero(s.rho_beyond_head)
+    ? `a word's own attention adds ${rho(s.rho_beyond_head.value)} to the per-word correlation beyond what head identity gives (${rho(s.rho_per_word.value)} against ${rho(s.rho_constant_attention.value)})`
+    : `there is no evidence that a word's own attention adds to the per-word correlation beyond head identity (${rho(s.rho_per_word.value)} against ${rho(s.rho_constant_attention.value)})`;
+  const within = excludesZero(s.within_rho)
+    ? `within a head, attention and effect go together only weakly (rank correlation ${rho(s.within_rho.value)}, ${rho(s.within_rho_log.value)} in log-probability)`
+    : `within a head there is no evidence that attention predicts effect in probability (rank correlation ${rho(s.within_rho.value)}; ${rho(s.within_rho_log.value)} in log-probability)`;
+  return `${agreement}; ${beyond}; and ${within}. Over these sentences, how much a head attends is a weak guide to what removing it does to a given word.`;
 }
 
-function survivalTable(f) {
-  return h('div.scroll', {}, h('table.data', { dataset: { scope: 'survival' } },
-    h('caption', { text: `Each head removed alone, over the ${f.words} masked words of the set` }),
-    h('thead', {}, h('tr', {}, ['Head', 'Top-1 guess survives', 'Mean change in p(original)'].map((t, k) => h('th', { scope: 'col', class: k === 0 ? 'text' : undefined, text: t })))),
-    h('tbody', {}, f.perHead.map((c) => h('tr', { dataset: { layer: String(c.layer), head: String(c.head), survived: String(c.survived), words: String(c.words), share: String(c.survived / c.words) } },
-      h('th', { scope: 'row', class: 'text', text: headTag(c.layer, c.head) }),
-      h('td', {}, h('span.bar-track', {}, h('span.bar', { style: { width: `${((100 * c.survived) / c.words).toFixed(1)}%` } })), `${percent(c.survived / c.words)} (${c.survived} of ${c.words})`),
-      h('td', { text: fmt(c.meanEffect, 4) }))))));
+function headTable(summary, caption) {
+  const columns = ['Head', 'Most attending for (words)', 'Most consequential for (words)', 'Mean attention', 'Mean |effect|', 'Mean |effect|, log p', 'Top-1 guess survives', 'Within-head ρ', 'Within-head ρ, log p'];
+  return h('div.scroll', { tabindex: '0', role: 'region', 'aria-label': caption }, h('table.data', { dataset: { scope: 'survival' } },
+    h('caption', { text: caption }),
+    h('thead', {}, h('tr', {}, columns.map((t, k) => h('th', { scope: 'col', class: k === 0 ? 'text' : undefined, text: t })))),
+    h('tbody', {}, summary.per_head.map((c) => h('tr', {
+      dataset: { layer: String(c.layer - 1), head: String(c.head - 1), survival: String(c.top1_survival), attending: String(c.most_attending), consequential: String(c.most_consequential) },
+    },
+    h('th', { scope: 'row', class: 'text', text: headTag(c.layer - 1, c.head - 1) }),
+    h('td', { text: c.most_attending.toLocaleString('en-US') }),
+    h('td', { text: c.most_consequential.toLocaleString('en-US') }),
+    h('td', { text: fmt(c.mean_attention, 3) }),
+    h('td', { text: small(c.mean_abs_effect) }),
+    h('td', { text: fmt(c.mean_abs_log_effect, 3) }),
+    h('td', {}, h('span.bar-track', { 'aria-hidden': 'true' }, h('span.bar', { style: { width: `${(100 * c.top1_survival).toFixed(1)}%` } })), percent(c.top1_survival)),
+    h('td', { text: rho(c.within_rho) }),
+    h('td', { text: rho(c.within_rho_log) }))))));
+}
+
+async function drawSet() {
+  const { set, wordsUrl } = await loadSetStatistics();
+  const c = set.contribution;
+  const s = c.summary;
+  const a = s.agreement;
+  const level = c.bootstrap.level;
+  const top = s.per_head.reduce((best, x) => (x.most_attending > best.most_attending ? x : best));
+  const of = (count) => `${count.toLocaleString('en-US')} of the ${s.words.toLocaleString('en-US')} words (${percent(count / s.words)})`;
+  fillFacts(document, {
+    titleCounts: `over ${s.words.toLocaleString('en-US')} masked words, the most-attending head is the most consequential one for ${a.observed.toLocaleString('en-US')}, where chance gives ${fmt(a.expected, 0)}`,
+    sentences: String(c.sentences),
+    words: s.words.toLocaleString('en-US'),
+    setModel: `the f32 file of the model this page runs, ${set.model.name}`,
+    level: percent(level, 0),
+    resamples: c.bootstrap.resamples.toLocaleString('en-US'),
+    top1: of(s.top1_correct),
+    predicted: of(s.predicted.words),
+    unpredicted: s.unpredicted.words.toLocaleString('en-US'),
+    effectPredicted: withInterval(s.predicted.mean_abs_effect, small, level),
+    effectUnpredicted: withInterval(s.unpredicted.mean_abs_effect, small, level),
+    logEffectPredicted: withInterval(s.predicted.mean_abs_log_effect, (v) => fmt(v, 3), level),
+    logEffectUnpredicted: withInterval(s.unpredicted.mean_abs_log_effect, (v) => fmt(v, 3), level),
+    agree: `${of(a.observed).slice(0, -1)}; ${percent(level, 0)} interval ${percent(a.share.low)} to ${percent(a.share.high)})`,
+    distinctAttending: countWord(a.distinct_attending, true),
+    topAttending: `${headTag(top.layer - 1, top.head - 1)}, for ${of(top.most_attending)}`,
+    distinctConsequential: countWord(a.distinct_consequential, true),
+    expected: `${fmt(a.expected, 1)} (${percent(a.expected / s.words)})`,
+    pValue: `the share of ${a.permutations.toLocaleString('en-US')} shuffles that agree at least as often as observed is p = ${fmt(a.p_value, a.p_value < 0.01 ? 4 : 3)}`,
+    rhoPerWord: withInterval(s.rho_per_word, rho, level),
+    rhoConstant: withInterval(s.rho_constant_attention, rho, level),
+    rhoBeyond: withInterval(s.rho_beyond_head, rho, level),
+    withinRho: withInterval(s.within_rho, rho, level),
+    withinRhoLog: withInterval(s.within_rho_log, rho, level),
+    survival: withInterval(s.top1_survival, (v) => percent(v), level),
+    conclusion: conclusion(s),
+    pageFidelity: pageFidelity(set)?.predictions ?? 'they are the file the set below was computed with',
+  });
+  const link = document.getElementById('words-link');
+  link.href = wordsUrl;
+  survivalSlot.replaceChildren(headTable(s, `Each head over the ${s.words.toLocaleString('en-US')} masked words of the set`));
+  Object.assign(survivalSlot.dataset, { words: String(s.words), agree: String(a.observed), expected: String(a.expected), pValue: String(a.p_value) });
+  survivalSlot.dataset.ready = 'true';
 }
 
 async function main() {
+  const setDrawn = drawSet().catch((error) => {
+    survivalSlot.replaceChildren(h('p.error-line', { role: 'status', text: error.message }));
+  });
   const { engine } = await loadEngine(status);
   const live = status.textContent;
   // The vocabulary table first, once (every prediction needs it), with its progress.
-  await withVocabularyProgress(engine, () => engine.predict(SENTENCE_SET[0], 1, 1, { masked: true }), (text) => {
+  await withVocabularyProgress(engine, () => engine.predict(PRESETS[0], 1, 1, { masked: true }), (text) => {
     status.textContent = text || live;
   });
   status.textContent = live;
   drawYours();
   addEventListener('hashchange', drawYours);
-  await measureSet(engine);
+  await setDrawn;
 }
 
 function drawYours() {
   const state = readHash(HASH);
-  const sentence = state.s ?? SENTENCE_SET[0];
+  const sentence = state.s ?? PRESETS[0];
   // The reader's word from the address; on the opening sentence, "street"; else the figure's default.
-  const word = state.w !== undefined ? String(state.w) : sentence === SENTENCE_SET[0] ? 'street' : null;
+  const word = state.w !== undefined ? String(state.w) : sentence === PRESETS[0] ? 'street' : null;
   const sort = SORTS.includes(state.o) ? state.o : 'attention';
   const { form, error } = sentenceForm({
     value: sentence,
@@ -129,50 +164,6 @@ function drawYours() {
     h('figcaption', { text: 'Every head for the masked word: the weight on its top token, and the change in the probability of the word that was there when the head is removed. Sort by either; click a head for its value-weighted row.' })));
   yoursSlot.dataset.sentence = sentence;
   yoursSlot.dataset.ready = 'true';
-}
-
-async function measureSet(engine) {
-  const t0 = performance.now();
-  const measured = [];
-  let words = 0;
-  const results = [];
-  for (const text of SENTENCE_SET) {
-    const r = await engine.analyze(text);
-    results.push(r);
-    for (let i = 0; i < r.n; ++i) words += wholeWord(r, i);
-  }
-  for (const r of results) {
-    for (let i = 0; i < r.n; ++i) {
-      if (!wholeWord(r, i)) continue;
-      measured.push(await measureContribution(engine, r, i));
-      if (measured.length % 10 === 0) survivalSlot.firstElementChild.textContent = `Measuring: ${measured.length} of ${words} words\u2026`;
-    }
-  }
-  const f = findings(measured);
-  const heads = measured[0].heads.length;
-  fillFacts(document, {
-    titleCounts: `over ${f.words} masked words, the most-attending head is the most consequential one for ${f.agree}`,
-    heads: countWord(heads, true),
-    headsCount: heads,
-    sentences: SENTENCE_SET.length,
-    words: f.words,
-    passes: (f.words * (heads + 2)).toLocaleString('en-US'),
-    elapsed: `${(Math.round(performance.now() - t0) / 1000).toFixed(1)} s`,
-    rhoMean: fmt(f.rhoMean, 2),
-    rhoMedian: fmt(f.rhoMedian, 2),
-    rhoPositive: `${f.rhoPositive} of ${f.defined}`,
-    rhoPooled: fmt(f.rhoPooled, 2),
-    agree: `${f.agree} of ${f.words} (${percent(f.agree / f.words)})`,
-    surviveMean: `${percent(f.survived / f.pairs)} (${f.survived.toLocaleString('en-US')} of ${f.pairs.toLocaleString('en-US')})`,
-  });
-  survivalSlot.replaceChildren(survivalTable(f));
-  const el = survivalSlot;
-  Object.assign(el.dataset, {
-    words: String(f.words), agree: String(f.agree), rhoMean: String(f.rhoMean), rhoMedian: String(f.rhoMedian),
-    rhoPooled: String(f.rhoPooled), rhoPositive: String(f.rhoPositive), defined: String(f.defined), survived: String(f.survived), pairs: String(f.pairs),
-    ms: String(performance.now() - t0),
-  });
-  el.dataset.ready = 'true';
 }
 
 main().catch(() => {});

@@ -1,88 +1,143 @@
-// "Sixteen heads, and what each one only ever says": every head of the loaded model profiled
-// over the series' sentence set and over the reader's sentence, from the model in this page:
-// where each row's largest weight falls (previous token, next token, [CLS]/[SEP], itself,
-// punctuation), the mean normalised entropy, the label by the core's rule, and the count of heads
-// that only ever say "the next word" or "the previous word" (at least ONLY_EVER of their word rows).
+// "What each head does": every head of the model profiled over the series' sentence set, from
+// the statistics the site build computed with the core (attention-cli profile; shown at once,
+// with bootstrap intervals and each label's stability), and over the reader's own sentence,
+// computed live by the engine in this page (the core's counts and label for that sentence).
+// Every share is a count over a named denominator; the partition of rows by where their largest
+// weight falls sums to 100%.
 import '../widgets/attention-heads.js';
-import { SENTENCE_SET } from './sentences.js';
 import {
-  analyzeAll, countWord, fillFacts, fmt, h, headCounts, headLabel, headTag, labelChip, labelOf, loadEngine, percent,
-  analyzeReadersSentence, share,
+  countWord, fillFacts, fmt, h, headLabel, headTag, labelChip, loadEngine, loadSetStatistics, partitionPercents, percent,
+  analyzeReadersSentence, pageFidelity, share, withInterval,
 } from './common.js';
 import { ROLE } from '../engine/result.js';
+import { PRESETS } from '../state.js';
 
-// A head "only ever says the next word" when at least this share of its word rows (rows of
-// ordinary tokens) put their largest weight on the next token; likewise for the previous one.
-export const ONLY_EVER = 0.9;
+// A head "almost always says the previous (next) token" when the lower end of the 95% interval
+// of that share, over the word rows that have such a token, is at least this.
+export const ALMOST_ALWAYS = 0.9;
 
-const root = document.querySelector('main');
 const status = document.getElementById('status');
 const setTable = document.getElementById('set-table');
 const yoursSlot = document.getElementById('yours');
 const HASH = { s: 'text' };
 
-// The heads that only ever say the next (or previous) word, from counts over word rows.
-export function onlyEver(counts) {
-  const next = counts.filter((c) => share(c.wordNext, c.words) >= ONLY_EVER);
-  const previous = counts.filter((c) => share(c.wordPrevious, c.words) >= ONLY_EVER);
-  return { next, previous };
+// Where a row's largest weight falls, as the core partitions the rows (each row in one column).
+const PARTITION = [
+  ['[CLS]/[SEP]', (c) => c.target_special],
+  ['Itself', (c) => c.target_self],
+  ['A neighbour', (c) => c.target_previous + c.target_next],
+  ['Punctuation', (c) => c.target_punctuation],
+  ['Elsewhere', (c) => c.target_other],
+];
+
+// One table row's numbers from a head's counts: the word shares and the partition.
+function rowNumbers(c) {
+  return {
+    previous: share(c.word_previous, c.word_rows_with_previous),
+    next: share(c.word_next, c.word_rows_with_next),
+    partition: partitionPercents(PARTITION.map(([, count]) => count(c))),
+    entropy: c.rows ? c.normalized_entropy_sum / c.rows : 0,
+  };
 }
 
-function profileTable(counts, labels, caption, scope) {
-  const bar = (value) => h('span', {}, h('span.bar-track', {}, h('span.bar', { style: { width: `${(100 * value).toFixed(1)}%` } })), percent(value));
-  return h('div.scroll', {}, h('table.data', { dataset: { scope } },
+// heads: [{layer, head (from 0), label, counts, stability?, borderline?, intervals?}]; the
+// set's table has a column for the label's stability and intervals under its shares.
+function profileTable(heads, caption, scope) {
+  const bar = (value) => h('span', {}, h('span.bar-track', { 'aria-hidden': 'true' }, h('span.bar', { style: { width: `${(100 * value).toFixed(1)}%` } })), percent(value));
+  const ranged = (value, e) => (e ? h('span', {}, bar(value), h('small.interval', { text: ` ${percent(e.low)}\u2013${percent(e.high)}` })) : bar(value));
+  const stable = heads[0]?.stability !== undefined;
+  const single = (text, left = false) => h('th', { scope: 'col', rowspan: '2', class: left ? 'text' : undefined, text });
+  const head = h('thead', {},
+    h('tr', {}, single('Head', true), single('Label', true), stable ? single('Same label in resamples') : null,
+      single('Word \u2192 previous token'), single('Word \u2192 next token'),
+      h('th', { scope: 'colgroup', colspan: String(PARTITION.length), text: 'Largest weight on (every row once; sums to 100%)' }),
+      single('Entropy / ln n')),
+    h('tr', {}, PARTITION.map(([name]) => h('th', { scope: 'col', text: name }))));
+  return h('div.scroll', { tabindex: '0', role: 'region', 'aria-label': caption }, h('table.data', { dataset: { scope } },
     h('caption', { text: caption }),
-    h('thead', {}, h('tr', {}, ['Head', 'Label', 'Words \u2192 next', 'Words \u2192 previous', 'Rows on a neighbour', '[CLS]/[SEP]', 'Itself', 'Punctuation', 'Entropy / ln n']
-      .map((t, k) => h('th', { scope: 'col', class: k < 2 ? 'text' : undefined, text: t })))),
-    h('tbody', {}, counts.map((c, k) => h('tr', {
-      dataset: {
-        layer: String(c.layer), head: String(c.head), label: labels[k],
-        next: String(share(c.wordNext, c.words)), previous: String(share(c.wordPrevious, c.words)),
-        positional: String(share(c.previous_token + c.next_token, c.rows)), sink: String(share(c.sink, c.rows)),
-        entropy: String(c.normalized_entropy / c.rows),
+    head,
+    h('tbody', {}, heads.map((x) => {
+      const n = rowNumbers(x.counts);
+      return h('tr', {
+        dataset: {
+          layer: String(x.layer), head: String(x.head), label: x.label, previous: String(n.previous), next: String(n.next),
+          partition: n.partition.join(' '), entropy: String(n.entropy), borderline: String(Boolean(x.borderline)),
+        },
       },
-    },
-    h('th', { scope: 'row', class: 'text', text: headTag(c.layer, c.head) }),
-    h('td.text', {}, labelChip(labels[k])),
-    h('td', {}, bar(share(c.wordNext, c.words))),
-    h('td', {}, bar(share(c.wordPrevious, c.words))),
-    h('td', { text: percent(share(c.previous_token + c.next_token, c.rows)) }),
-    h('td', { text: percent(share(c.sink, c.rows)) }),
-    h('td', { text: percent(share(c.self, c.rows)) }),
-    h('td', { text: percent(share(c.punctuation, c.rows)) }),
-    h('td', { text: fmt(c.normalized_entropy / c.rows, 2) }))))));
+      h('th', { scope: 'row', class: 'text', text: headTag(x.layer, x.head) }),
+      h('td.text', {}, labelChip(x.label)),
+      stable ? h('td', { text: `${percent(x.stability, 0)}${x.borderline ? ' (borderline)' : ''}` }) : null,
+      h('td', {}, ranged(n.previous, x.intervals?.word_previous)),
+      h('td', {}, ranged(n.next, x.intervals?.word_next)),
+      ...n.partition.map((p) => h('td', { text: `${p.toFixed(1)}%` })),
+      h('td', { text: x.intervals ? `${fmt(n.entropy, 2)} (${fmt(x.intervals.entropy.low, 2)}\u2013${fmt(x.intervals.entropy.high, 2)})` : fmt(n.entropy, 2) }));
+    }))));
 }
 
-const names = (list) => (list.length ? list.map((c) => headTag(c.layer, c.head)).join(', ') : 'none');
+// Heads of the set profile (layer and head from 1) with one share each, for the prose.
+const names = (list, pick) => (list.length ? list.map((x) => `${headTag(x.layer - 1, x.head - 1)}, ${withInterval(pick(x), (v) => percent(v))}`).join('; ') : 'none');
+const headsDo = (n) => `${countWord(n, true)} ${n === 1 ? 'head does' : 'heads do'}`;
+
+// The heads of the set profile, in the table's form.
+function setHeads(profile) {
+  return profile.heads.map((x) => ({
+    layer: x.layer - 1, head: x.head - 1, label: x.label, counts: x.counts, stability: x.label_stability, borderline: x.borderline,
+    intervals: { word_previous: x.shares.word_previous.estimate, word_next: x.shares.word_next.estimate, entropy: x.mean_normalized_entropy },
+  }));
+}
+
+async function drawSet() {
+  const { set } = await loadSetStatistics();
+  const p = set.profile;
+  const heads = setHeads(p);
+  const first = p.heads[0].counts;
+  const previous = p.heads.filter((x) => x.shares.word_previous.estimate.low >= ALMOST_ALWAYS);
+  const next = p.heads.filter((x) => x.shares.word_next.estimate.low >= ALMOST_ALWAYS);
+  const near = (key) => p.heads.filter((x) => x.shares[key].estimate.value >= ALMOST_ALWAYS && x.shares[key].estimate.low < ALMOST_ALWAYS);
+  const tally = {};
+  for (const x of p.heads) tally[x.label] = (tally[x.label] ?? 0) + 1;
+  const borderline = p.heads.filter((x) => x.borderline);
+  const level = p.bootstrap.level;
+  const positional = p.heads.filter((x) => x.label === 'previous-token' || x.label === 'next-token');
+  fillFacts(document, {
+    totalWord: countWord(p.heads.length),
+    titleCounts: `over ${p.sentences} sentences, ${countWord(previous.length, true)} almost always ${previous.length === 1 ? 'says' : 'say'} \u201cthe previous token\u201d and ${countWord(next.length, true)} \u201cthe next token\u201d`,
+    setModel: `the f32 file of the model this page runs, ${set.model.name}`,
+    sentences: String(p.sentences),
+    rows: first.rows.toLocaleString('en-US'),
+    words: first.word_rows.toLocaleString('en-US'),
+    wordsWithPrevious: first.word_rows_with_previous.toLocaleString('en-US'),
+    wordsWithNext: first.word_rows_with_next.toLocaleString('en-US'),
+    threshold: percent(ALMOST_ALWAYS, 0),
+    level: percent(level, 0),
+    resamples: p.bootstrap.resamples.toLocaleString('en-US'),
+    stable: percent(p.label_rule.stable_label, 0),
+    onlyPrevious: headsDo(previous.length),
+    previousShares: names(previous, (x) => x.shares.word_previous.estimate),
+    onlyNext: headsDo(next.length),
+    nextShares: names(next, (x) => x.shares.word_next.estimate),
+    nearMisses: [...near('word_previous'), ...near('word_next')].map((x) => headTag(x.layer - 1, x.head - 1)).join(', ') || 'none',
+    labelTally: Object.entries(tally).sort((a, b) => b[1] - a[1]).map(([label, n]) => `${n} ${label}`).join(', '),
+    borderline: borderline.length
+      ? `${borderline.length} ${borderline.length === 1 ? 'label is' : 'labels are'} borderline: ${borderline.map((x) => `${headTag(x.layer - 1, x.head - 1)} ${x.label} (kept in ${percent(x.label_stability, 0)})`).join(', ')}`
+      : 'no label is borderline',
+    pageFidelity: pageFidelity(set)?.attention ?? 'the same file the set was computed with',
+    conclusion: `In this model ${countWord(positional.length, true)} of the ${countWord(p.heads.length, true)} heads are positional by the core\u2019s rule: `
+      + `${positional.map((x) => `${headTag(x.layer - 1, x.head - 1)} (${x.label})`).join(', ') || 'none'}; `
+      + `${countWord(previous.length + next.length, true)} of them point at their neighbour for at least ${percent(ALMOST_ALWAYS, 0)} of the words that have one, with the whole ${percent(level, 0)} interval above that bar. `
+      + `The other labels describe tendencies, not rules${borderline.length ? `, and ${countWord(borderline.length, true)} of them could change with another sample of sentences` : ''}.`,
+  });
+  document.title = `${countWord(p.heads.length)} heads, and what each one does`;
+  setTable.replaceChildren(profileTable(heads, `Every head over the ${p.sentences} sentences (${first.rows.toLocaleString('en-US')} rows per head, ${first.word_rows.toLocaleString('en-US')} of them word rows), with ${percent(level, 0)} intervals`, 'set'));
+  setTable.dataset.ready = 'true';
+}
 
 async function main() {
-  const { engine } = await loadEngine(status);
-  const t0 = performance.now();
-  const results = await analyzeAll(engine, SENTENCE_SET);
-  const counts = headCounts(results);
-  const labels = counts.map(labelOf);
-  const { next, previous } = onlyEver(counts);
-  const words = counts[0].words;
-  const total = counts.length;
-  const tally = {};
-  for (const label of labels) tally[label] = (tally[label] ?? 0) + 1;
-  fillFacts(document, {
-    totalWord: countWord(total),
-    titleCounts: `${countWord(next.length)} ${next.length === 1 ? 'says' : 'say'} only \u201cthe next word\u201d, ${countWord(previous.length, true)} only \u201cthe previous word\u201d`,
-    sentences: SENTENCE_SET.length,
-    rows: counts[0].rows.toLocaleString('en-US'),
-    words: words.toLocaleString('en-US'),
-    onlyNext: `${next.length} (${names(next)})`,
-    onlyPrevious: `${previous.length} (${names(previous)})`,
-    threshold: percent(ONLY_EVER, 0),
-    labelTally: Object.entries(tally).sort((a, b) => b[1] - a[1]).map(([label, n]) => `${n} ${label}`).join(', '),
-    nextShares: next.map((c) => `${headTag(c.layer, c.head)} in ${percent(share(c.wordNext, c.words))} of them`).join(', ') || 'no head',
-    previousShares: previous.map((c) => `${headTag(c.layer, c.head)} in ${percent(share(c.wordPrevious, c.words))}`).join(', ') || 'no head',
-    elapsed: `${Math.round(performance.now() - t0)} ms`,
+  const setDrawn = drawSet().catch((error) => {
+    setTable.replaceChildren(h('p.error-line', { role: 'status', text: error.message }));
   });
-  document.title = `${countWord(total)} heads, and what each one only ever says`;
-  setTable.replaceChildren(profileTable(counts, labels, `Every head over the ${SENTENCE_SET.length} sentences (${counts[0].rows} rows per head, ${words} of them word rows)`, 'set'));
-  setTable.dataset.ready = 'true';
+  const { engine } = await loadEngine(status);
+  await setDrawn;
   await drawYours(engine);
   addEventListener('hashchange', () => drawYours(engine));
 }
@@ -91,23 +146,18 @@ let drawing = 0;
 async function drawYours(engine) {
   const ticket = ++drawing;
   const mine = await analyzeReadersSentence({
-    engine, hash: HASH, slot: yoursSlot, redraw: () => drawYours(engine), current: () => ticket === drawing, fallback: SENTENCE_SET[0],
+    engine, hash: HASH, slot: yoursSlot, redraw: () => drawYours(engine), current: () => ticket === drawing, fallback: PRESETS[0],
   });
   if (!mine) return;
   const { sentence, form, error, result } = mine;
-  const counts = headCounts([result]);
-  // The core's own label for each head over this sentence (labelOf gives the same).
-  const labels = counts.map((c) => headLabel(result, c.layer, c.head));
-  const { next, previous } = onlyEver(counts);
+  // The core's counts and label for each head over this one sentence.
+  const heads = result.head_profiles.map((x) => ({ layer: x.layer, head: x.head, label: headLabel(result, x.layer, x.head), counts: x.counts }));
   const word = result.tokens.findIndex((_, i) => result.roles[i] === ROLE.ordinary);
   const figure = document.createElement('attention-heads');
   figure.setAttribute('sentence', sentence);
   if (word >= 0) figure.setAttribute('word', String(word));
   yoursSlot.replaceChildren(form, error,
-    h('p', {}, `In this sentence (${result.n} tokens), the heads that say the next word for at least ${percent(ONLY_EVER, 0)} of its words: `,
-      h('b', { dataset: { count: 'next' }, text: `${next.length} (${names(next)})` }), '; the previous word: ',
-      h('b', { dataset: { count: 'previous' }, text: `${previous.length} (${names(previous)})` }), '.'),
-    profileTable(counts, labels, `Every head over your sentence (${result.n} rows per head)`, 'yours'),
+    profileTable(heads, `Every head over your sentence (${result.n} rows per head), computed in your browser by the model this page loaded`, 'yours'),
     h('figure.wide', {}, figure, h('figcaption', { text: `The row of \u201c${word >= 0 ? result.tokens[word].text : ''}\u201d, your sentence\u2019s first word, in every head: the article\u2019s Figure 5, computed by the same engine.` })));
   yoursSlot.dataset.ready = 'true';
   yoursSlot.dataset.sentence = sentence;

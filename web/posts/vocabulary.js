@@ -6,7 +6,8 @@
 // stripping, CJK and punctuation splitting, [UNK], characters dropped).
 import { CAUSES, failureCause, FIRST_PREFIX, typeBack } from './survival.js';
 import { tokenizerOf } from './tokenizer.js';
-import { fillFacts, h, loadEngine, MAX_SENTENCE, readHash, writeHash } from './common.js';
+import { fillFacts, h, loadEngine, readHash, writeHash } from './common.js';
+import { MAX_LINK_TEXT } from '../state.js';
 
 const status = document.getElementById('status');
 const groupsSlot = document.getElementById('groups');
@@ -70,7 +71,7 @@ async function drawPlayground(tokenizer, unkId) {
     }
     if (mine !== ticket) return;
     // A text the link cannot hold is tokenized all the same (nothing is cut), and says so.
-    const linked = value.length <= MAX_SENTENCE;
+    const linked = value.length <= MAX_LINK_TEXT;
     if (linked) writeHash({ t: value }, { push });
     const dropped = droppedCharacters(result.tokens, value);
     out.replaceChildren(
@@ -87,7 +88,7 @@ async function drawPlayground(tokenizer, unkId) {
           h('td.text', { text: t.start >= 0 ? codePoints(value).slice(t.start, t.end).join('') : '' }),
           h('td.text', { text: explainToken(t, value, unkId) })))))),
       ...(dropped.length ? [h('p.note', { text: `Removed before matching (control and formatting characters): ${dropped.map(hex).join(' ')}.` })] : []),
-      ...(linked ? [] : [h('p.note', { text: `This text is ${value.length.toLocaleString('en-US')} characters long, more than the page's link keeps (${MAX_SENTENCE.toLocaleString('en-US')}): the address still holds the last shorter one.` })]));
+      ...(linked ? [] : [h('p.note', { text: `This text is ${value.length.toLocaleString('en-US')} characters long, more than the page's link keeps (${MAX_LINK_TEXT.toLocaleString('en-US')}): the address still holds the last shorter one.` })]));
     out.dataset.ready = 'true';
     out.dataset.text = value;
   };
