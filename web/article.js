@@ -10,8 +10,9 @@ import { DEFAULT_MANIFEST_URL, getEngine, loadManifest, manifestModel, onEngineP
 import { createStore, DEFAULT_STATE, DEFAULT_WORD_TEXT, formatHash, parseHash, PERMALINK_DEFAULTS } from './state.js';
 import { attentionRow, headLabel, rolloutRow, rowStat } from './engine/result.js';
 import { EVENTS, figureView, Latest, progressText } from './widgets/base.js';
-import { describeModel, headsForToken, labelShare, mechanism, resultFromExample, rowRelation, rowSummary, SELECTION_RULE, sharpestAndBroadest } from './widgets/data.js';
-import { fmt, headName, megabytes } from './widgets/dom.js';
+import { describeModel, headsForToken, labelShare, mechanism, resolveSelection, resultFromExample, rowRelation, rowSummary, SELECTION_RULE, sharpestAndBroadest } from './widgets/data.js';
+import { fmt, fmtWeight, headName, megabytes } from './widgets/dom.js';
+import { loadSetStatistics } from './engine/sets.js';
 import { specialShare } from './widgets/bars.js';
 import './widgets/attention-instrument.js';
 import './widgets/attention-mechanism.js';
@@ -45,6 +46,7 @@ const page = {
   liveResult: null,     // the last live result the engine gave
   restarting: null,     // after a trap, until the new engine is ready: what the figures say
   sources: {},          // the model's address for embed snippets, when it is not the default
+  pronouns: null,       // the pronoun study of the set statistics, once downloaded
 };
 
 // Query parameters choose another model: ?model=KEY (from the manifest) or ?model-src=URL
@@ -229,7 +231,7 @@ function facts(view) {
     f.modelName = 'not loaded';
     f.modelNote = ', see the message below.';
   }
-  Object.assign(f, precisionFacts(page.manifest));
+  Object.assign(f, precisionFacts(page.manifest), exampleFacts(page.example), pronounFacts(page.pronouns));
   f.selectionRule = SELECTION_RULE;
   const r = view.result;
   if (!r) return f;
@@ -242,20 +244,20 @@ function facts(view) {
   const row = attentionRow(r, layer, head, token);
   const s = rowStat(r, layer, head, token);
   Object.assign(f, {
-    word: r.tokens[token].text, headName: headName(layer, head), topToken: r.tokens[s.argmax].text, topWeight: fmt(s.max, 3),
+    word: r.tokens[token].text, headName: headName(layer, head), topToken: r.tokens[s.argmax].text, topWeight: fmtWeight(s.max),
     rowSum: fmt(s.sum, 6), ratio: fmt(s.ratio_to_uniform, 2), entropy: fmt(s.entropy, 2), maxEntropy: fmt(Math.log(r.n), 2),
-    specialShare: fmt(specialShare(row, r.roles), 3),
+    specialShare: fmtWeight(specialShare(row, r.roles)),
     // Reads true for whatever head is shown: a row that parks its weight on the markers, or not.
     specialSentence: specialShare(row, r.roles) >= 0.2
-      ? `In the row of Figure 1, those two markers hold ${fmt(specialShare(row, r.roles), 3)} of the weight.`
-      : `In the row of Figure 1 they hold only ${fmt(specialShare(row, r.roles), 3)} of it: this head found somewhere else to put its weight.`,
+      ? `In the row of Figure 1, those two markers hold ${fmtWeight(specialShare(row, r.roles))} of the weight.`
+      : `In the row of Figure 1 they hold only ${fmtWeight(specialShare(row, r.roles))} of it: this head found somewhere else to put its weight.`,
   });
   const m = mechanism(r, layer, head, token);
   if (m) {
     Object.assign(f, {
       rawMin: fmt(Math.min(...m.dots), 2), rawMax: fmt(Math.max(...m.dots), 2),
       scaledMin: fmt(Math.min(...m.scores), 2), scaledMax: fmt(Math.max(...m.scores), 2),
-      unscaledTop: fmt(Math.max(...m.unscaled), 3), scaledTop: fmt(Math.max(...m.weights), 3),
+      unscaledTop: fmtWeight(Math.max(...m.unscaled)), scaledTop: fmtWeight(Math.max(...m.weights)),
     });
   }
   const { sharpest, broadest, overall } = sharpestAndBroadest(r, token);
@@ -269,7 +271,7 @@ function facts(view) {
   const overallSentence = overallSame
     ? 'No head of any label is sharper for this word.'
     : `The sharpest of all ${r.layers * r.heads} heads for \u201c${r.tokens[token].text}\u201d is ${headName(overall.layer, overall.head)} (${labelOf(overall)}), with ${fmt(overall.ratio_to_uniform, 2)}: `
-      + `it puts ${fmt(overall.max, 3)} on \u201c${r.tokens[overall.argmax].text}\u201d${relation ? `, ${relation}` : ''}`
+      + `it puts ${fmtWeight(overall.max)} on \u201c${r.tokens[overall.argmax].text}\u201d${relation ? `, ${relation}` : ''}`
       + `${share === null ? '' : `, as it does for ${Math.round(100 * share)}% of this sentence\u2019s tokens`}.`;
   Object.assign(f, {
     sharpest: headName(sharpest.layer, sharpest.head), sharpestRatio: fmt(sharpest.ratio_to_uniform, 2), sharpestLabel: labelOf(sharpest),
@@ -281,6 +283,41 @@ function facts(view) {
     ratioMax: fmt(Math.max(...heads.map((x) => x.ratio_to_uniform)), 2),
   });
   return f;
+}
+
+// What the opening view shows for the opening sentence (the precomputed example, with the
+// selection the page opens on): the paragraph under Figure 1 comments on exactly this.
+function exampleFacts(example) {
+  if (!example) return {};
+  const { token, layer, head } = resolveSelection(example, PERMALINK_DEFAULTS, DEFAULT_WORD_TEXT);
+  const row = attentionRow(example, layer, head, token);
+  const top = rowStat(example, layer, head, token).argmax;
+  const animal = example.tokens.findIndex((t) => t.text === 'animal');
+  return {
+    exampleHead: headName(layer, head),
+    exampleTop: fmtWeight(row[top]),
+    exampleTopToken: example.tokens[top].text,
+    exampleAnimal: animal >= 0 ? fmtWeight(row[animal]) : 'none',
+  };
+}
+
+// The pronoun study (scripts/site/pronoun_study.mjs, computed with the f32 weights when the
+// site was built), in one sentence that says what its numbers support.
+function pronounFacts(study) {
+  if (!study?.cases) return {};
+  const heads = study.per_head.length;
+  const mostTop = study.per_head.reduce((a, b) => (b.top > a.top ? b : a));
+  const best = study.best;
+  const name = (x) => headName(x.layer - 1, x.head - 1);
+  const verdict = best.p_value_corrected < 0.05
+    ? `That is more often than chance, even allowing for having picked the best of ${heads} heads (p = ${fmt(best.p_value_corrected, 3)}).`
+    : `Picked as the best of ${heads} heads, that is within what chance gives (p = ${fmt(best.p_value, 2)} for one head, ${fmt(best.p_value_corrected, 2)} allowing for the choice): there is no evidence that any head of this model points a pronoun at its antecedent.`;
+  return {
+    pronounFinding: `The same model (its f32 file) was measured on ${study.cases} sentences written for the purpose, each with a pronoun and its antecedent marked (about half in Winograd-style pairs, where one changed word flips the antecedent). `
+      + `No head puts its largest weight on the antecedent in more than ${mostTop.top} of the ${study.cases} (${name(mostTop)}). `
+      + `Among the candidate nouns alone, the best head, ${name(best)}, gives the antecedent the most weight in ${best.among_candidates}; `
+      + `choosing a candidate at random would average ${fmt(study.chance, 1)}, and always choosing the nearest noun before the pronoun gives ${study.nearest}. ${verdict}`,
+  };
 }
 
 // The file sizes the precision paragraph quotes, from the manifest the page loaded.
@@ -402,3 +439,8 @@ await loadExample(modelChoice());
 await render();
 performance.mark('attention:first-render');
 startEngine();
+// A few kilobytes the prose quotes; the figures never wait for them.
+loadSetStatistics().then(({ set }) => {
+  page.pronouns = set.pronouns;
+  render();
+}, () => {});

@@ -4,8 +4,10 @@
 // SELECTION_RULE in web/widgets/data.js), in the precomputed example and live; a click on
 // another word moves to that word's own content head until the reader chooses a head, and then
 // keeps the reader's head; the prose names the labels and says when the sharpest head of all is
-// positional. Needs the assembled site (node scripts/site/build_site.mjs).
+// positional; the paragraph under Figure 1 states the opening view's own numbers and the pronoun
+// study's as the site build computed them. Needs the assembled site (node scripts/site/build_site.mjs).
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -122,6 +124,36 @@ describe('the article\u2019s first view', { timeout: 180000 }, () => {
     const note = page.locator('#instrument').locator('text=/Type a sentence first/');
     await note.waitFor();
     assert.deepEqual(await shownRow(page), before, 'the figures keep the last sentence');
+    await context.close();
+  });
+
+  test('the paragraph under Figure 1 states the opening view\u2019s numbers and the pronoun study\u2019s', async () => {
+    const manifest = JSON.parse(readFileSync(join(web, 'models', 'manifest.json'), 'utf8'));
+    const set = JSON.parse(readFileSync(join(web, 'models', manifest.sets.file), 'utf8'));
+    const example = JSON.parse(readFileSync(join(web, 'examples', `${manifest.models[manifest.default].sha256}.json`), 'utf8')).analysis;
+    const { page, context, errors } = await site.open('');
+    await page.waitForFunction(() => /sentences written for the purpose/.test(document.querySelector('[data-fact="pronounFinding"]')?.textContent ?? ''), null, { timeout: LOAD_TIMEOUT_MS });
+    const shown = await shownRow(page);
+    // The shown row, from the example file itself: its largest weight and the weight on "animal".
+    const { n, heads } = example;
+    const row = example.attention.slice(((shown.layer * heads + shown.head) * n + shown.token) * n).slice(0, n);
+    const top = row.indexOf(Math.max(...row));
+    const weight = (v) => (v > 0 && v < 0.001 ? 'less than 0.001' : v.toFixed(3));
+    const fact = (name) => page.locator(`[data-fact="${name}"]`).first().textContent();
+    assert.equal(example.tokens[shown.token].text, 'it');
+    assert.equal(await fact('exampleHead'), `layer ${shown.layer + 1}, head ${shown.head + 1}`);
+    assert.equal(await fact('exampleTop'), weight(row[top]));
+    assert.equal(await fact('exampleTopToken'), example.tokens[top].text);
+    assert.equal(await fact('exampleAnimal'), weight(row[example.tokens.findIndex((t) => t.text === 'animal')]));
+    // The pronoun study's counts, as the site build wrote them.
+    const study = set.pronouns;
+    const finding = await fact('pronounFinding');
+    const best = study.best;
+    assert.match(finding, new RegExp(`measured on ${study.cases} sentences`));
+    assert.match(finding, new RegExp(`layer ${best.layer}, head ${best.head}, gives the antecedent the most weight in ${best.among_candidates};`));
+    assert.match(finding, new RegExp(`would average ${study.chance.toFixed(1)}, and always choosing the nearest noun before the pronoun gives ${study.nearest}\\.`));
+    assert.equal(/no evidence that any head/.test(finding), best.p_value_corrected >= 0.05, finding);
+    assert.deepEqual(errors, []);
     await context.close();
   });
 });

@@ -227,7 +227,7 @@ describe('article page', { timeout: 240000 }, () => {
     const weights = await page.$$eval('attention-mechanism table.mechanism tbody tr', (trs) => trs.map((tr) => Number(tr.dataset.weight)));
     const shown = await displayedRow(page);
     weights.forEach((w, j) => assert.ok(Math.abs(w - Number(shown.values[j])) < 1e-6, `mechanism weight ${j}: ${w} vs ${shown.values[j]}`));
-    assert.equal(await page.locator('attention-heads button.multiple').count(), 16);
+    assert.equal(await page.locator('attention-heads button.multiple').count(), await page.locator('attention-heads').evaluate((el) => el.result.layers * el.result.heads));
     assert.equal(await page.locator('attention-heads button.multiple').first().locator('rect').count(), n);
     for (const panel of await page.locator('attention-compare section.panel table.bars').all()) {
       assert.equal(await panel.locator('tbody tr').count(), n);

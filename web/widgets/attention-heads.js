@@ -1,5 +1,5 @@
 // <attention-heads>: the selected token's row in every layer and head as small multiples on
-// one shared scale (0 to 1), so that the reader sees sixteen heads that were never trained to
+// one shared scale (0 to 1), so that the reader sees every head, none of them trained to
 // agree. Each panel names the token that head favours and its ratio to uniform, and its columns
 // carry their tokens underneath (upright text turned a quarter, as small as the columns are
 // narrow; a sentence too long for that has none, and the readout names them); the line under
@@ -201,7 +201,7 @@ class AttentionHeads extends AttentionFigure {
     });
     const legendText = h('span');
     const tableSlot = h('div.table-scroll');
-    const details = h('details.data', { on: { toggle: () => this.fillTable() } }, h('summary', { text: 'All sixteen rows as a table' }), tableSlot);
+    const details = h('details.data', { on: { toggle: () => this.fillTable() } }, h('summary', { text: `All ${result.layers * result.heads} rows as a table` }), tableSlot);
     const focused = this.shadowRoot.activeElement?.dataset?.index;
     this.bodyEl.replaceChildren(
       group,

@@ -50,17 +50,18 @@ export const POSITIONAL_LABELS = Object.freeze(['previous-token', 'next-token', 
 // The default-head rule, as the page states it (web/index.html quotes it; the posts too).
 export const SELECTION_RULE = 'Unless you choose a head, the figures show the one with the highest ratio to uniform for the word '
   + 'among its content heads: heads the model does not label previous-token, next-token, self or [CLS]/[SEP] sink over this sentence, '
-  + 'whose largest weight for the word is on another word (not a neighbour, the word itself, punctuation, [CLS] or [SEP]; '
-  + 'where no head qualifies, the sharpest head not so labelled).';
+  + 'whose largest weight for the word is on another word (not the token just before or after, not a piece of the same word, '
+  + 'not punctuation, [CLS] or [SEP]; where no head qualifies, the sharpest head not so labelled).';
 
 // Whether the core's label for the head over this sentence is not positional, self or sink.
 export function isContentHead(result, layer, head) {
   return !POSITIONAL_LABELS.includes(headLabel(result, layer, head));
 }
 
-// Whether a row's largest weight (at `argmax`) is on another ordinary word, two or more places away.
+// Whether a row's largest weight (at `argmax`) is on another word: an ordinary token two or more
+// places away that is not a piece of the token's own word (SELECTION_RULE says the same).
 export function isContentRow(result, token, argmax) {
-  return Math.abs(argmax - token) > 1 && result.roles[argmax] === ROLE.ordinary;
+  return Math.abs(argmax - token) > 1 && result.roles[argmax] === ROLE.ordinary && result.tokens[argmax].word !== result.tokens[token].word;
 }
 
 // For one token: `sharpest`, the content head of SELECTION_RULE (largest ratio to uniform among

@@ -51,6 +51,15 @@ export function setText(el, text) {
 }
 
 // Fixed-decimal numbers with a real minus sign, as the article prints them.
+// A softmax weight for prose: every weight is above zero, so a small one reads "less than
+// 0.001", never "0.000"; one that rounds to 1 reads "more than 0.999", never "1.000".
+export function fmtWeight(value, digits = 3) {
+  const step = 10 ** -digits;
+  if (value > 0 && value < step) return `less than ${step.toFixed(digits)}`;
+  if (value < 1 && value > 1 - step / 2) return `more than ${(1 - step).toFixed(digits)}`;
+  return fmt(value, digits);
+}
+
 export function fmt(value, digits = 3) {
   if (!Number.isFinite(value)) return String(value);
   const text = Math.abs(value).toFixed(digits);
