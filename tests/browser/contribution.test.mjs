@@ -24,7 +24,7 @@ const web = join(root, 'web');
 const artifacts = join(root, 'test-artifacts');
 const LOAD_TIMEOUT_MS = 120000;
 const N16 = 'The old animal did not cross the street because it was too tired.';
-const DEPTH = 1000;
+const SHOWN = 10;
 
 let site;
 let baseUrl;
@@ -42,6 +42,17 @@ const openPost = (path, size) => site.open(path, size);
 
 const ready = (page, selector, timeout = LOAD_TIMEOUT_MS) => waitReady(page, selector, timeout);
 
+// The post's two figures wait for the reader before their first prediction, which fetches the
+// vocabulary table: each says its size on its button. Presses both, after checking that.
+async function startFigures(page) {
+  for (const tag of ['attention-prediction', 'attention-contribution']) {
+    const button = page.locator(`${tag} div.body > button.primary`).first();
+    await button.waitFor({ state: 'visible', timeout: LOAD_TIMEOUT_MS });
+    await page.waitForFunction((t) => /vocabulary table once, [\d.]+ MB/.test(document.querySelector(t).shadowRoot.querySelector('div.body > button.primary')?.textContent ?? ''), tag, { timeout: LOAD_TIMEOUT_MS });
+    await button.click();
+  }
+}
+
 // What a figure shows, from its shadow root.
 const predictionShown = (page, selector = 'attention-prediction') => page.locator(selector).first().evaluate((el) => {
   const table = el.shadowRoot.querySelector('table.predictions');
@@ -49,7 +60,7 @@ const predictionShown = (page, selector = 'attention-prediction') => page.locato
   return {
     text: table.dataset.text, token: Number(table.dataset.token),
     rows: [...table.querySelectorAll('tbody tr')].map((tr) => ({ id: Number(tr.dataset.id), probability: Number(tr.dataset.probability), text: tr.children[1].textContent })),
-    rank: rank.dataset.rank, rankText: rank.textContent,
+    rank: rank.dataset.rank, probability: rank.dataset.probability, rankText: rank.textContent,
   };
 });
 
@@ -67,7 +78,7 @@ const contributionShown = (page) => page.locator('attention-contribution').first
 
 // The engine, asked directly in the page: the masked prediction and each head's removal.
 function engineMeasure(page, text, token) {
-  return page.evaluate(async ([text, token, depth]) => {
+  return page.evaluate(async ([text, token, shown]) => {
     const { getEngine } = await import('/engine/engine.js');
     const { attentionRow } = await import('/engine/result.js');
     const engine = await getEngine();
@@ -75,24 +86,24 @@ function engineMeasure(page, text, token) {
     const t = r.tokens[token];
     const maskedText = text.slice(0, t.start) + '[MASK]' + text.slice(t.end);
     const masked = await engine.analyzeAblated(maskedText, { valueNorms: true });
-    const base = await engine.predict(text, token, depth, { masked: true });
-    const p0 = base.find((x) => x.id === t.id)?.probability ?? 0;
+    const base = await engine.predict(text, token, shown, { masked: true });
+    const full = await engine.probability(text, token, t.id, { masked: true });
+    const p0 = full.probability;
     const heads = [];
     for (let layer = 0; layer < r.layers; ++layer) {
       for (let head = 0; head < r.heads; ++head) {
         const row = attentionRow(masked, layer, head, token);
         let argmax = 0;
         for (let j = 1; j < row.length; ++j) if (row[j] > row[argmax]) argmax = j;
-        const list = await engine.predict(text, token, depth, { masked: true, removed: `${layer + 1}.${head + 1}` });
-        const p = list.find((x) => x.id === t.id)?.probability ?? 0;
-        heads.push({ layer, head, argmax, attention: row[argmax], effect: p - p0, top1: list[0].id, survives: list[0].id === base[0].id });
+        const removed = await engine.probability(text, token, t.id, { masked: true, removed: `${layer + 1}.${head + 1}` });
+        heads.push({ layer, head, argmax, attention: row[argmax], effect: removed.probability - p0, top1: removed.top1, survives: removed.top1 === full.top1 });
       }
     }
     const norms = (layer, head) => Array.from(masked.value_norms.subarray((layer * r.heads + head) * r.n, (layer * r.heads + head + 1) * r.n));
     const rows = {};
     for (let layer = 0; layer < r.layers; ++layer) for (let head = 0; head < r.heads; ++head) rows[`${layer},${head}`] = { raw: Array.from(attentionRow(masked, layer, head, token)), norms: norms(layer, head) };
-    return { heads, rows, base: base.slice(0, 10).map((x) => ({ id: x.id, probability: x.probability })), rank: base.findIndex((x) => x.id === t.id) + 1, n: r.n };
-  }, [text, token, DEPTH]);
+    return { heads, rows, base: base.map((x) => ({ id: x.id, probability: x.probability })), rank: full.rank, p0, n: r.n };
+  }, [text, token, SHOWN]);
 }
 
 function checkContribution(shown, expected) {
@@ -140,8 +151,18 @@ function shippedSet() {
 describe('contribution.html and its figures', { timeout: 900000 }, () => {
   test('figures equal the engine; rows sum to 1; sorting and permalinks; hostile input; 360 px; the n = 16 update time', async (t) => {
     const { page, context, errors } = await openPost('contribution.html');
+    // Nothing of the vocabulary table is fetched before the reader asks.
+    const shardRequests = [];
+    page.on('request', (request) => { if (/\.rows\/\d+\.bin$/.test(request.url())) shardRequests.push(request.url()); });
+    await ready(page, '#yours');
+    await page.waitForFunction(() => document.getElementById('status').dataset.state === 'live', null, { timeout: LOAD_TIMEOUT_MS });
+    const before = shardRequests.length;
+    await page.waitForTimeout(500);
+    assert.equal(shardRequests.length, before, 'shards were fetched before the reader asked for a prediction');
+    await startFigures(page);
     await ready(page, 'attention-prediction');
     await ready(page, 'attention-contribution');
+    assert.ok(shardRequests.length > before, 'the first prediction fetched no shard');
     await ready(page, '#yours');
 
     // The prediction figure: the top 10 and the rank of the word that was there.
@@ -149,7 +170,8 @@ describe('contribution.html and its figures', { timeout: 900000 }, () => {
     const expected = await engineMeasure(page, shownPrediction.text, shownPrediction.token);
     assert.deepEqual(shownPrediction.rows.map((r) => r.id), expected.base.map((r) => r.id));
     shownPrediction.rows.forEach((r, k) => assert.ok(Math.abs(r.probability - expected.base[k].probability) <= 1e-12));
-    assert.equal(shownPrediction.rank, expected.rank > 0 ? String(expected.rank) : '');
+    assert.equal(shownPrediction.rank, String(expected.rank));
+    assert.equal(Number(shownPrediction.probability), expected.p0, 'the original word\u2019s exact probability');
 
     // The instrument: every head's numbers.
     const shown = await contributionShown(page);
@@ -212,6 +234,7 @@ describe('contribution.html and its figures', { timeout: 900000 }, () => {
 
     // The permalink at 360 px.
     const second = await openPost(`contribution.html${link.hash}`, { width: 360, height: 740 });
+    await startFigures(second.page);
     await ready(second.page, 'attention-contribution');
     const again = await contributionShown(second.page);
     assert.deepEqual([again.text, again.token, again.sort], [N16, 13, 'effect']);
@@ -223,6 +246,7 @@ describe('contribution.html and its figures', { timeout: 900000 }, () => {
     // Screenshots, once the instrument and the set's table have drawn.
     for (const width of [1280, 390]) {
       const shot = await openPost('contribution.html', { width });
+      await startFigures(shot.page);
       await ready(shot.page, 'attention-contribution');
       await ready(shot.page, '#survival');
       await shot.page.waitForTimeout(300);

@@ -107,6 +107,27 @@ test('predict({masked, removed}) is consistent with the engine\u2019s own predic
   assert.throws(() => engine.predict(SENTENCES[0], 2, 10, { masked: true, removed: '9.9' }), /L\.H/);
 });
 
+test('probability(): an entry\u2019s exact probability, rank and the top entry, as the whole distribution gives them', async (t) => {
+  const engine = await loadEngine(t);
+  if (!engine) return;
+  const text = SENTENCES[0];
+  const vocab = engine.info.vocab_size;
+  for (const removed of ['', '2.3', ALL]) {
+    const all = engine.predict(text, 2, vocab, { masked: true, removed });
+    for (const k of [0, 1, 17, 500, vocab - 1]) {
+      const entry = all[k];
+      const got = engine.probability(text, 2, entry.id, { masked: true, removed });
+      assert.ok(Math.abs(got.probability - entry.probability) <= 1e-12, `removed '${removed}', entry ${k}: ${got.probability} vs ${entry.probability}`);
+      // Rank from 1: entries with a strictly larger probability, plus one (ties share the better rank).
+      assert.equal(got.rank, 1 + all.filter((x) => x.probability > entry.probability).length, `removed '${removed}', rank of entry ${k}`);
+      assert.equal(got.top1, all[0].id);
+      assert.equal(got.top1_text, all[0].text);
+    }
+  }
+  assert.throws(() => engine.probability(text, 2, vocab, { masked: true }), /not in the vocabulary/);
+  assert.throws(() => engine.probability(text, 0, 1000, { masked: true }), /cannot mask position 0/);
+});
+
 test('value norms: one per layer, head and token, and the value-weighted row is a_ij * norm', async (t) => {
   const engine = await loadEngine(t);
   if (!engine) return;

@@ -169,13 +169,36 @@ class Engine {
   // position replaced by [MASK] (when masked) and heads removed ("L.H,..." counted from 1).
   val PredictMasked(const std::string& text, int position, int k, bool masked, const std::string& removed) {
     if (!loaded_) return ErrorObject("No model is loaded.");
+    attn::Status status = AnalyzeForPrediction(text, position, masked, removed);
+    if (!status.ok()) return ErrorObject(status.message());
+    return TopPredictions(position, k);
+  }
+
+  // The exact probability of entry id at one position of text (analysed as PredictMasked does),
+  // over the whole vocabulary: {probability, rank (from 1), top1 and top1_text (the most
+  // probable entry)}.
+  val ProbabilityMasked(const std::string& text, int position, int id, bool masked, const std::string& removed) {
+    if (!loaded_) return ErrorObject("No model is loaded.");
+    attn::Status status = AnalyzeForPrediction(text, position, masked, removed);
+    attn::LoadedModel::EntryProbability p;
+    if (status.ok()) status = loaded_->ProbabilityOf(analysis_, position, id, &p);
+    if (!status.ok()) return ErrorObject(status.message());
+    val result = val::object();
+    result.set("probability", p.probability);
+    result.set("rank", p.rank);
+    result.set("top1", p.top1);
+    result.set("top1_text", loaded_->tokenizer().vocab().piece(p.top1));
+    return result;
+  }
+
+  // The analysis a prediction reads: text with `position` masked (when masked) and the heads in
+  // `removed` ("L.H,..." counted from 1) removed, into analysis_.
+  attn::Status AnalyzeForPrediction(const std::string& text, int position, bool masked, const std::string& removed) {
     attn::AnalysisOptions options;
     options.outputs = 0;
     if (masked) options.masked_positions.push_back(position);
     attn::Status status = attn::ParseHeadList(removed, loaded_->model().config(), &options.removed_heads);
-    if (status.ok()) status = attn::AnalyzeText(*loaded_, text, options, &analysis_);
-    if (!status.ok()) return ErrorObject(status.message());
-    return TopPredictions(position, k);
+    return status.ok() ? attn::AnalyzeText(*loaded_, text, options, &analysis_) : status;
   }
 
   // The masked-LM head's k best tokens for one position of the last analyze call.
@@ -279,6 +302,7 @@ EMSCRIPTEN_BINDINGS(attention_engine) {
       .function("vocabulary", &Engine::Vocabulary)
       .function("topPredictions", &Engine::TopPredictions)
       .function("predictMasked", &Engine::PredictMasked)
+      .function("probabilityMasked", &Engine::ProbabilityMasked)
       .function("memoryInfo", &Engine::MemoryInfo)
       .function("trap", &Engine::Trap);
 }

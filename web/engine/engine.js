@@ -504,6 +504,17 @@ export class AttentionEngine {
     return list;
   }
 
+  // The exact probability of entry `id` at one position of text, over the whole vocabulary, with
+  // its rank (from 1) and the most probable entry: {probability, rank, top1, top1_text}. Options
+  // as predict's (masked, removed).
+  probability(text, position, id, { masked = false, removed = '' } = {}) {
+    checkText(text, this.info);
+    const raw = this._nativeCall('probabilityMasked', text, position, id, Boolean(masked), String(removed));
+    this._current = null;
+    if (raw.error !== undefined) throw new EngineError('input', raw.error);
+    return { probability: raw.probability, rank: raw.rank, top1: raw.top1, top1_text: raw.top1_text };
+  }
+
   // Frees the instance's engine; every later call fails with a closed engine's error. The wasm
   // memory goes with the instance once nothing refers to the module.
   close() {
@@ -578,7 +589,10 @@ export async function runEngineOperation(engine, op, args) {
     case 'predict':
       await engine.ensureRows(args.text, { all: true });
       return engine.predict(args.text, args.position, args.k, { masked: args.masked, removed: args.removed });
-    case 'shardStats': return { ...engine.shardStats, loaded: engine._loadedShards?.size ?? 0, count: engine._shards?.count ?? 0 };
+    case 'probability':
+      await engine.ensureRows(args.text, { all: true });
+      return engine.probability(args.text, args.position, args.entry, { masked: args.masked, removed: args.removed });
+    case 'shardStats': return { ...engine.shardStats, loaded: engine._loadedShards?.size ?? 0, count: engine._shards?.count ?? 0, total: engine._shards?.bytes ?? 0 };
     case 'memory': return engine.memoryInfo();
     case 'tokenize': return engine.tokenize(args.text, args.maxLength);
     case 'tokenizeMany': return engine.tokenizeMany(args.texts, args.maxLength);
@@ -1047,6 +1061,14 @@ export class EngineClient {
     return this._call('predict', { text, position, k, masked, removed });
   }
 
+  // The exact probability of entry `id` at one position: {probability, rank, top1, top1_text}; options as
+  // predict's. A split model first fetches the rest of its word-embedding table.
+  async probability(text, position, id, { masked = false, removed = '' } = {}) {
+    checkText(text, this.info);
+    if (this._failure) throw this._failure;
+    return this._call('probability', { text, position, entry: id, masked, removed });
+  }
+
   // Heads removed ("L.H,...", counted from 1) and value norms; not memoised.
   async analyzeAblated(text, { removed = '', valueNorms = false } = {}) {
     checkText(text, this.info);
@@ -1054,7 +1076,8 @@ export class EngineClient {
     return this._call('analyzeAblated', { text, removed, valueNorms });
   }
 
-  // What the split layout has fetched: {requests, bytes, loaded, count}.
+  // What the split layout has fetched: {requests, bytes, loaded, count, total (the manifest's
+  // bytes of all shards)}.
   async shardStats() {
     return this._call('shardStats', {});
   }

@@ -7,6 +7,7 @@
 //                   {id, op: 'analyze', engine, text, vectors}
 //                   {id, op: 'analyzeAblated', engine, text, removed, valueNorms}
 //                   {id, op: 'predict', engine, text, position, k, masked, removed}
+//                   {id, op: 'probability', engine, text, position, entry, masked, removed}
 //                   {id, op: 'shardStats', engine}
 //                   {id, op: 'memory', engine}
 //                   {id, op: 'tokenize', engine, text, maxLength}, {id, op: 'tokenizeMany',

@@ -4,13 +4,13 @@
 // contribution: exact probabilities, a bootstrap over sentences, and for the agreement of the
 // most-attending and the most-consequential head a permutation null that keeps both
 // distributions) and shown here as it is, with the conclusion its numbers support.
-import '../widgets/attention-prediction.js';
+import { vocabularyDownload } from '../widgets/attention-prediction.js';
 import '../widgets/attention-contribution.js';
-import { withVocabularyProgress } from '../widgets/attention-prediction.js';
 import {
   countWord, fillFacts, fmt, h, headTag, loadEngine, loadSetStatistics, pageFidelity, percent, readHash, sentenceForm, withInterval, writeHash,
 } from './common.js';
 import { PRESETS } from '../state.js';
+import { fmtProbability, megabytes } from '../widgets/dom.js';
 
 const status = document.getElementById('status');
 const yoursSlot = document.getElementById('yours');
@@ -19,8 +19,6 @@ const survivalSlot = document.getElementById('survival');
 const HASH = { s: 'text', w: 'index', o: 'text' };
 const SORTS = ['attention', 'effect', 'head'];
 
-// A small probability or change, readable at its size (0.0248, 0.000384, 2.1e-5).
-const small = (v) => (v === 0 ? '0' : Math.abs(v) >= 0.01 ? fmt(v, 3) : Math.abs(v) >= 1e-4 ? v.toPrecision(2) : v.toExponential(1));
 const rho = (v) => fmt(v, 3);
 const excludesZero = (e) => e.low > 0 || e.high < 0;
 
@@ -51,7 +49,7 @@ function headTable(summary, caption) {
     h('td', { text: c.most_attending.toLocaleString('en-US') }),
     h('td', { text: c.most_consequential.toLocaleString('en-US') }),
     h('td', { text: fmt(c.mean_attention, 3) }),
-    h('td', { text: small(c.mean_abs_effect) }),
+    h('td', { text: fmtProbability(c.mean_abs_effect) }),
     h('td', { text: fmt(c.mean_abs_log_effect, 3) }),
     h('td', {}, h('span.bar-track', { 'aria-hidden': 'true' }, h('span.bar', { style: { width: `${(100 * c.top1_survival).toFixed(1)}%` } })), percent(c.top1_survival)),
     h('td', { text: rho(c.within_rho) }),
@@ -76,8 +74,8 @@ async function drawSet() {
     top1: of(s.top1_correct),
     predicted: of(s.predicted.words),
     unpredicted: s.unpredicted.words.toLocaleString('en-US'),
-    effectPredicted: withInterval(s.predicted.mean_abs_effect, small, level),
-    effectUnpredicted: withInterval(s.unpredicted.mean_abs_effect, small, level),
+    effectPredicted: withInterval(s.predicted.mean_abs_effect, fmtProbability, level),
+    effectUnpredicted: withInterval(s.unpredicted.mean_abs_effect, fmtProbability, level),
     logEffectPredicted: withInterval(s.predicted.mean_abs_log_effect, (v) => fmt(v, 3), level),
     logEffectUnpredicted: withInterval(s.unpredicted.mean_abs_log_effect, (v) => fmt(v, 3), level),
     agree: `${of(a.observed).slice(0, -1)}; ${percent(level, 0)} interval ${percent(a.share.low)} to ${percent(a.share.high)})`,
@@ -107,18 +105,22 @@ async function main() {
     survivalSlot.replaceChildren(h('p.error-line', { role: 'status', text: error.message }));
   });
   const { engine } = await loadEngine(status);
-  const live = status.textContent;
-  // The vocabulary table first, once (every prediction needs it), with its progress.
-  await withVocabularyProgress(engine, () => engine.predict(PRESETS[0], 1, 1, { masked: true }), (text) => {
-    status.textContent = text || live;
-  });
-  status.textContent = live;
-  drawYours();
-  addEventListener('hashchange', drawYours);
+  // The figures fetch the vocabulary table with their first prediction, when the reader asks
+  // for one; the prose says its size from the manifest now.
+  const stats = await engine.shardStats().catch(() => null);
+  if (stats?.total) fillFacts(document, { vocabularySize: megabytes(stats.total) });
+  await drawYours(engine);
+  addEventListener('hashchange', () => drawYours(engine));
   await setDrawn;
 }
 
-function drawYours() {
+let drawing = 0;
+async function drawYours(engine) {
+  const ticket = ++drawing;
+  // Once the vocabulary table is here (the reader asked for a prediction, now or on an earlier
+  // visit), a new sentence's figures predict at once; before, they wait for the reader.
+  const vocabularyHere = (await vocabularyDownload(engine)) === '';
+  if (ticket !== drawing) return;
   const state = readHash(HASH);
   const sentence = state.s ?? PRESETS[0];
   // The reader's word from the address; on the opening sentence, "street"; else the figure's default.
@@ -129,18 +131,18 @@ function drawYours() {
     emptyMessage: 'Type a sentence first: an empty one has no words to mask. The figures below still show the last one.',
     onSubmit: (text) => {
       writeHash({ s: text, o: readHash(HASH).o }, { push: true });
-      drawYours();
+      drawYours(engine);
     },
   });
   const prediction = document.createElement('attention-prediction');
   prediction.setAttribute('sentence', sentence);
   if (word !== null) prediction.setAttribute('word', word);
-  prediction.setAttribute('autoload', '');
+  if (vocabularyHere) prediction.setAttribute('autoload', '');
   const instrument = document.createElement('attention-contribution');
   instrument.setAttribute('sentence', sentence);
   if (word !== null) instrument.setAttribute('word', word);
   instrument.setAttribute('sort', sort);
-  instrument.setAttribute('autoload', '');
+  if (vocabularyHere) instrument.setAttribute('autoload', '');
   // The reader's word (the figure's attention-change event, or a changed word attribute) and
   // sort order go into the address (a permalink), as data.
   let chosen = state.w;

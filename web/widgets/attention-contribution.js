@@ -8,11 +8,11 @@
 // Attention is read from the masked sentence, the one whose prediction is measured.
 // Attributes as <attention-prediction>'s (sentence, word, autoload); `sort`: attention|effect|head.
 import { AttentionFigure, ATTRIBUTES, Latest } from './base.js';
-import { isSuperseded } from '../engine/engine.js';
+import { getEngine, isSuperseded } from '../engine/engine.js';
 import { attentionRow, ROLE } from '../engine/result.js';
 import { CONTROLS_CSS, TokenChips } from './controls.js';
-import { fmt, h, headShort, setText } from './dom.js';
-import { findIn, MASK_TEXT, PREDICTION_CSS, RANK_DEPTH, withVocabularyProgress } from './attention-prediction.js';
+import { fmt, fmtProbability, h, headShort, setText } from './dom.js';
+import { MASK_TEXT, PREDICTION_CSS, vocabularyDownload, withVocabularyProgress } from './attention-prediction.js';
 
 export const CONTRIBUTION_TAG = 'attention-contribution';
 const SORT_ATTRIBUTE = 'sort';
@@ -41,14 +41,16 @@ export function valueWeightedRow(analysis, layer, head, token) {
 }
 
 // Everything the figure shows for one word, computed by the engine: the masked analysis (its
-// attention and value norms), the unablated prediction, and one prediction per removed head.
-// The original word's probability is read from the top RANK_DEPTH entries; below them it counts
-// as 0 (`below` says so). effect = p(removed) - p(full); top1 = the best entry after removal.
-export async function measureContribution(engine, result, token, { onStatus = () => {}, depth = RANK_DEPTH } = {}) {
+// attention and value norms), the unablated prediction, and for every head the exact
+// probability of the original word with that head alone removed (over the whole vocabulary, as
+// the set statistics measure it). effect = p(removed) - p(full); top1 = the best entry after
+// removal.
+export async function measureContribution(engine, result, token, { onStatus = () => {} } = {}) {
   if (!wholeWord(result, token)) throw new Error(`\u201c${result.tokens[token]?.text ?? ''}\u201d is not a whole word; choose a word that is one token.`);
   const t0 = performance.now();
   const text = result.text;
   const original = result.tokens[token];
+  const probability = (removed) => engine.probability(text, token, original.id, { masked: true, removed });
   // On the split model the first prediction fetches the vocabulary table (with progress); after
   // that every pass is sent at once, so that the worker never waits for the page between them.
   let stats = null;
@@ -58,36 +60,34 @@ export async function measureContribution(engine, result, token, { onStatus = ()
     stats = null;
   }
   const first = stats && stats.count > 0 && stats.loaded < stats.count
-    ? await withVocabularyProgress(engine, () => engine.predict(text, token, depth, { masked: true }), onStatus)
+    ? await withVocabularyProgress(engine, () => engine.predict(text, token, 1, { masked: true }), onStatus)
     : null;
   const t1 = performance.now();
   const jobs = [];
   for (let layer = 0; layer < result.layers; ++layer) {
     for (let head = 0; head < result.heads; ++head) {
-      jobs.push(Promise.resolve(engine.predict(text, token, depth, { masked: true, removed: `${layer + 1}.${head + 1}` })).then((list) => ({ layer, head, list })));
+      jobs.push(probability(`${layer + 1}.${head + 1}`).then((q) => ({ layer, head, q })));
     }
   }
-  const [base, masked, ...lists] = await Promise.all([
-    first ?? engine.predict(text, token, depth, { masked: true }),
+  const [best, full, masked, ...removals] = await Promise.all([
+    first ?? engine.predict(text, token, 1, { masked: true }),
+    probability(''),
     engine.analyzeAblated(maskedText(result, token), { valueNorms: true }),
     ...jobs,
   ]);
   if (masked.n !== result.n || masked.tokens[token].text !== MASK_TEXT) throw new Error('Masking this word changed the tokens; choose another word.');
   const ms = performance.now() - t1;
-  const full = findIn(base, original.id);
-  const p0 = full?.probability ?? 0;
-  const heads = lists.map(({ layer, head, list }) => {
+  const p0 = full.probability;
+  const heads = removals.map(({ layer, head, q }) => {
     const row = attentionRow(masked, layer, head, token);
     let argmax = 0;
     for (let j = 1; j < row.length; ++j) if (row[j] > row[argmax]) argmax = j;
-    const found = findIn(list, original.id);
-    const p = found?.probability ?? 0;
     return {
       layer, head, argmax, attention: row[argmax], target: masked.tokens[argmax].text,
-      p, rank: found?.rank ?? null, below: !found, effect: p - p0, top1: list[0], survives: list[0].id === base[0].id,
+      p: q.probability, rank: q.rank, effect: q.probability - p0, top1: { id: q.top1, text: q.top1_text }, survives: q.top1 === full.top1,
     };
   });
-  return { text, token, original, base: { top1: base[0], p: p0, rank: full?.rank ?? null, below: !full }, heads, masked, ms, totalMs: performance.now() - t0 };
+  return { text, token, original, base: { top1: best[0], p: p0, rank: full.rank }, heads, masked, ms, totalMs: performance.now() - t0 };
 }
 
 // Spearman's rank correlation of two equal-length arrays (average ranks for ties); NaN when
@@ -217,8 +217,13 @@ class AttentionContribution extends AttentionFigure {
       p.start.hidden = true;
       this.measureNow();
     } else {
-      p.start.textContent = `Measure every head for \u201c${result.tokens[token].text}\u201d (the first measurement downloads the vocabulary table)`;
+      const label = `Measure every head for \u201c${result.tokens[token].text}\u201d`;
+      p.start.textContent = label;
       p.start.hidden = false;
+      // The size of what the first measurement fetches, from the engine's manifest.
+      Promise.resolve(this._standalone?.engine ?? getEngine()).then(vocabularyDownload).then((note) => {
+        if (p.start.textContent === label && note) p.start.textContent = `${label} (the first measurement ${note})`;
+      }, () => {});
     }
   }
 
@@ -227,7 +232,7 @@ class AttentionContribution extends AttentionFigure {
     const p = this._parts;
     if (!view?.result || !p || view.mode !== 'live' || !wholeWord(view.result, view.token)) return;
     const ticket = this._measureLatest.next();
-    const engine = this._standalone?.engine ?? (await (await import('../engine/engine.js')).getEngine());
+    const engine = this._standalone?.engine ?? (await getEngine());
     let measured;
     try {
       measured = await measureContribution(engine, view.result, view.token, { onStatus: (text) => { if (this._measureLatest.current(ticket)) setText(p.note, text); } });
@@ -249,7 +254,7 @@ class AttentionContribution extends AttentionFigure {
     p.summary.dataset.p0 = String(base.p);
     p.summary.dataset.top1 = String(base.top1.id);
     setText(p.summary, `With \u201c${original.text}\u201d masked, the model\u2019s best guess is \u201c${base.top1.text}\u201d (p = ${fmt(base.top1.probability, 3)}); `
-      + `\u201c${original.text}\u201d itself has p = ${base.below ? `below the top ${RANK_DEPTH.toLocaleString('en-US')}` : `${fmt(base.p, 4)} (number ${base.rank})`}. `
+      + `\u201c${original.text}\u201d itself has p = ${fmtProbability(base.p)} (number ${base.rank.toLocaleString('en-US')}). `
       + `Most attention on one token: ${headShort(most.layer, most.head)}; largest effect of removal: ${headShort(consequential.layer, consequential.head)}`
       + `${most === consequential ? ', the same head.' : ', a different head.'}`);
     if (p.note.textContent.startsWith('Predictions need')) setText(p.note, '');
@@ -290,9 +295,9 @@ class AttentionContribution extends AttentionFigure {
       h('th', { scope: 'row', text: headShort(x.layer, x.head) }),
       h('td.col-target', { text: x.target }),
       h('td.num', {}, h('span.bar-track', {}, h('span.bar', { style: { width: `${(100 * x.attention).toFixed(1)}%` } })), fmt(x.attention, 3)),
-      h('td.num', {}, h('span.bar-track', {}, h(`span.bar${x.effect < 0 ? '.down' : ''}`, { style: { width: `${((100 * Math.abs(x.effect)) / biggest).toFixed(1)}%` } })), `${signed(x.effect)}${x.below ? '*' : ''}`),
+      h('td.num', {}, h('span.bar-track', {}, h(`span.bar${x.effect < 0 ? '.down' : ''}`, { style: { width: `${((100 * Math.abs(x.effect)) / biggest).toFixed(1)}%` } })), signed(x.effect)),
       h('td.col-top', { text: `${x.top1.text}${x.survives ? '' : ' (changed)'}` }))))),
-    m.heads.some((x) => x.below) ? h('p.muted', { text: `* p(${m.original.text}) fell below the top ${RANK_DEPTH.toLocaleString('en-US')}; counted as 0.` }) : null));
+    null));
     this.drawValueWeighted();
   }
 

@@ -9,12 +9,12 @@ import { AttentionFigure, ATTRIBUTES, Latest } from './base.js';
 import { currentEngine, getEngine, isSuperseded } from '../engine/engine.js';
 import { ROLE } from '../engine/result.js';
 import { CONTROLS_CSS, TokenChips } from './controls.js';
-import { fmt, h, megabytes, setText } from './dom.js';
+import { fmt, fmtProbability, h, megabytes, setText } from './dom.js';
 
 export const PREDICTION_TAG = 'attention-prediction';
-// How many entries the figure shows, and how far down it looks for the original word's rank.
+// How many entries the figure shows; the original word's probability and rank are exact,
+// over the whole vocabulary (engine.probability).
 export const SHOWN = 10;
-export const RANK_DEPTH = 1000;
 export const MASK_TEXT = '[MASK]';
 const REMOVED_ATTRIBUTE = 'removed';
 const AUTOLOAD_ATTRIBUTE = 'autoload';
@@ -37,6 +37,19 @@ export const PREDICTION_CSS = `
 
 // The vocabulary table: on the split model, predict() first fetches every shard; this says how
 // far that has got while a prediction waits (the engine's worker answers between downloads).
+// What the first prediction downloads, said before it starts: '' when nothing is left to fetch
+// (a single model file, or every shard already here).
+export async function vocabularyDownload(engine) {
+  let stats = null;
+  try {
+    stats = await engine.shardStats?.();
+  } catch {
+    stats = null;
+  }
+  if (!stats?.count || stats.loaded >= stats.count) return '';
+  return `downloads the model\u2019s vocabulary table once, ${megabytes(stats.total)}, kept for later visits`;
+}
+
 export async function withVocabularyProgress(engine, work, say) {
   let stats = null;
   try {
@@ -47,7 +60,7 @@ export async function withVocabularyProgress(engine, work, say) {
   const needed = stats && stats.count > 0 && stats.loaded < stats.count;
   let timer = null;
   if (needed) {
-    say(`Predictions need the whole vocabulary table: downloading ${stats.count} small files (about ${megabytes(14.8e6)}) once; ${stats.loaded} of ${stats.count} are here\u2026`);
+    say(`Predictions need the whole vocabulary table: downloading ${stats.count} small files (${megabytes(stats.total)} in all) once; ${stats.loaded} of ${stats.count} are here\u2026`);
     timer = setInterval(async () => {
       try {
         const s = await engine.shardStats();
@@ -63,12 +76,6 @@ export async function withVocabularyProgress(engine, work, say) {
     if (timer) clearInterval(timer);
     if (needed) say('');
   }
-}
-
-// The probability and rank (from 1) of token id in a prediction list, or null if absent.
-export function findIn(list, id) {
-  const at = list.findIndex((p) => p.id === id);
-  return at < 0 ? null : { rank: at + 1, probability: list[at].probability };
 }
 
 // Whether the reader may mask token i: a token of the sentence other than [CLS] and [SEP].
@@ -138,8 +145,13 @@ class AttentionPrediction extends AttentionFigure {
       p.start.hidden = true;
       this.predictNow();
     } else {
-      p.start.textContent = `Predict \u201c${result.tokens[token].text}\u201d (the first prediction downloads the vocabulary table)`;
+      const label = `Predict \u201c${result.tokens[token].text}\u201d`;
+      p.start.textContent = label;
       p.start.hidden = false;
+      // The size of what the first prediction fetches, from the engine's manifest.
+      this.engine().then(vocabularyDownload).then((note) => {
+        if (p.start.textContent === label && note) p.start.textContent = `${label} (the first prediction ${note})`;
+      }, () => {});
     }
   }
 
@@ -158,9 +170,14 @@ class AttentionPrediction extends AttentionFigure {
     const engine = await this.engine();
     const original = result.tokens[token];
     let list;
+    let found;
     const t0 = performance.now();
+    const options = { masked: true, removed };
     try {
-      list = await withVocabularyProgress(engine, () => engine.predict(result.text, token, RANK_DEPTH, { masked: true, removed }), (text) => {
+      [list, found] = await withVocabularyProgress(engine, () => Promise.all([
+        engine.predict(result.text, token, SHOWN, options),
+        engine.probability(result.text, token, original.id, options),
+      ]), (text) => {
         if (this._predictLatest.current(ticket)) setText(p.note, text);
       });
     } catch (error) {
@@ -172,8 +189,6 @@ class AttentionPrediction extends AttentionFigure {
     const ms = performance.now() - t0;
     this._prediction = { text: result.text, token, removed, list, ms };
     const shown = list.slice(0, SHOWN);
-    const found = findIn(list, original.id);
-    const top = shown[0]?.probability || 1;
     p.table.replaceChildren(h('table.predictions', { dataset: { text: result.text, token: String(token), removed } },
       h('caption.visually-hidden', { text: `The model's ${SHOWN} most likely tokens in place of \u201c${original.text}\u201d` }),
       h('thead', {}, h('tr', {}, h('th.rank', { scope: 'col', text: '#' }), h('th', { scope: 'col', text: 'Token' }),
@@ -181,14 +196,13 @@ class AttentionPrediction extends AttentionFigure {
       h('tbody', {}, shown.map((x, k) => h('tr', { dataset: { id: String(x.id), probability: String(x.probability), original: String(x.id === original.id) } },
         h('td', { text: String(k + 1) }),
         h('td', { text: x.text }),
-        h('td', {}, h('span.bar-track', {}, h('span.bar', { style: { width: `${((100 * x.probability) / top).toFixed(1)}%` } }))),
+        // An absolute track from 0 to 1: a probability of 0.02 is a sliver, not a full bar.
+        h('td', {}, h('span.bar-track', { 'aria-hidden': 'true' }, h('span.bar', { style: { width: `${(100 * x.probability).toFixed(1)}%` } }))),
         h('td.num', { text: fmt(x.probability, 3) }))))));
     const removedText = removed ? ` with head${removed.includes(',') ? 's' : ''} ${removed.split(',').map((x) => `L${x.replace('.', ' H')}`).join(', ')} removed` : '';
-    p.rank.dataset.rank = found ? String(found.rank) : '';
-    p.rank.dataset.probability = found ? String(found.probability) : '';
-    setText(p.rank, found
-      ? `The word that was there, \u201c${original.text}\u201d, is number ${found.rank.toLocaleString('en-US')} with p = ${fmt(found.probability, 4)}${removedText}.`
-      : `The word that was there, \u201c${original.text}\u201d, is not in the top ${RANK_DEPTH.toLocaleString('en-US')}${removedText}.`);
+    p.rank.dataset.rank = String(found.rank);
+    p.rank.dataset.probability = String(found.probability);
+    setText(p.rank, `The word that was there, \u201c${original.text}\u201d, is number ${found.rank.toLocaleString('en-US')} of ${engine.info.vocab_size.toLocaleString('en-US')} with p = ${fmtProbability(found.probability)}${removedText}.`);
     if (p.note.textContent.startsWith('Predictions need')) setText(p.note, '');
     this.dataset.ready = 'true';
     this.dataset.ms = String(Math.round(ms));

@@ -60,6 +60,14 @@ export function fmtWeight(value, digits = 3) {
   return fmt(value, digits);
 }
 
+// A probability at its size: 0.025, 0.00038, 2.1e-5 (never 0.000 for a positive one).
+export function fmtProbability(value) {
+  if (value === 0) return '0';
+  const a = Math.abs(value);
+  if (a >= 0.01) return fmt(value, 3);
+  return a >= 1e-4 ? value.toPrecision(2) : value.toExponential(1);
+}
+
 export function fmt(value, digits = 3) {
   if (!Number.isFinite(value)) return String(value);
   const text = Math.abs(value).toFixed(digits);
