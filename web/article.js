@@ -27,6 +27,9 @@ const progressBar = document.getElementById('progress');
 const progressLabel = document.getElementById('progress-text');
 const openButton = document.getElementById('open');
 const retryButton = document.getElementById('retry');
+// Shown once the reader has chosen a head: the figures then keep that head for every word and
+// sentence, and this returns them to the rule's choice.
+const defaultHeadButton = document.getElementById('default-head');
 
 const store = createStore({ ...DEFAULT_STATE, ...parseHash(location.hash), live: false });
 // A link that names a sentence asks for the live figures without a click on "open".
@@ -213,6 +216,7 @@ function renderLoader() {
   set(openButton, 'hidden', !page.engine);
   set(openButton, 'textContent', live ? 'Go to the instrument' : 'Open the instrument');
   set(retryButton, 'hidden', !page.error);
+  set(defaultHeadButton, 'hidden', !(live && store.get().layer >= 0));
 }
 
 // Every number in the prose, from the view. Elements with data-fact="name" get the value as
@@ -423,6 +427,13 @@ document.addEventListener(EVENTS.select, (event) => {
 document.addEventListener(EVENTS.open, openInstrument);
 document.addEventListener(EVENTS.retry, startEngine);
 openButton.addEventListener('click', openInstrument);
+defaultHeadButton.addEventListener('click', () => {
+  historyMode = 'push';
+  store.set({ layer: -1, head: -1 });
+  historyMode = 'replace';
+  // The button hides itself; focus goes to the instrument, not to the page's body.
+  document.getElementById('instrument').shadowRoot?.getElementById('sentence')?.focus({ preventScroll: true });
+});
 retryButton.addEventListener('click', startEngine);
 store.subscribe(render);
 // Back, forward and an edited address all land here: the hash is the whole state.

@@ -60,7 +60,7 @@ function assertContent(verdict, shown, where) {
 }
 
 describe('the article\u2019s first view', { timeout: 180000 }, () => {
-  test('opens on a content head, example and live; clicks follow the rule until a head is chosen', async () => {
+  test('opens on a content head, example and live; clicks follow the rule until a head is chosen, and a button returns to it', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     const errors = [];
@@ -107,6 +107,17 @@ describe('the article\u2019s first view', { timeout: 180000 }, () => {
     const kept = await shownRow(page);
     assert.deepEqual([kept.layer, kept.head], [1, 1], 'the reader\u2019s head was not kept');
     assert.match(page.url(), /[#&]l=1&h=1/);
+    // A visible way back to the rule's head, which hides itself once used.
+    assert.ok(!(await page.locator('#default-head').isHidden()), 'no way back to the default head');
+    await page.click('#default-head');
+    await page.waitForFunction(() => document.getElementById('default-head').hidden);
+    await page.waitForFunction(([l, hd]) => {
+      const t = document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset;
+      return t?.layer === String(l) && t?.head === String(hd);
+    }, [live.layer, live.head]);
+    const back = await shownRow(page);
+    assert.deepEqual([back.layer, back.head], [live.layer, live.head], 'back to the default head did not apply the rule');
+    assert.doesNotMatch(page.url(), /[#&]l=/);
     assert.deepEqual(errors, []);
     await context.close();
   });

@@ -5,7 +5,7 @@ import { ATTRIBUTES, AttentionFigure, define } from './base.js';
 import { attentionRow, headLabel, rolloutRow, rowStat } from '../engine/result.js';
 import { headsForToken, isContentHead, labelledHeadName, rowSummary, sharpestAndBroadest } from './data.js';
 import { fmt, h, headName, headShort, setText } from './dom.js';
-import { barLegend, RowChart, rowPanel } from './bars.js';
+import { barLegend, FULL_SCALE, RowChart, rowPanel } from './bars.js';
 
 const AUTO = 'auto';
 
@@ -67,12 +67,12 @@ class AttentionCompare extends AttentionFigure {
       this.picked.push(picked);
       const row = attentionRow(result, picked.layer, picked.head, token);
       const s = rowStat(result, picked.layer, picked.head, token);
-      setText(panel.auto, `${k === 0 ? 'Sharpest content head' : 'Broadest head'} (${headShort(autos[k].layer, autos[k].head)})`);
+      setText(panel.auto, `${k === 0 ? 'Sharpest content head' : 'Broadest head (lowest ratio)'} (${headShort(autos[k].layer, autos[k].head)})`);
       if (panel.select.value !== this.choice[k]) panel.select.value = this.choice[k];
       Object.assign(panel.section.dataset, { layer: String(picked.layer), head: String(picked.head), ratio: String(s.ratio_to_uniform) });
       setText(panel.title, labelledHeadName(result, picked.layer, picked.head));
       setText(panel.ratio, fmt(s.ratio_to_uniform, 2));
-      panel.chart.update({ tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial, caption: `\u201c${word}\u201d in ${headName(picked.layer, picked.head)}` });
+      panel.chart.update({ tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial, scaleMax: FULL_SCALE, caption: `\u201c${word}\u201d in ${headName(picked.layer, picked.head)}` });
     });
     // Under the first panel: whether the sharpest of all heads is one the rule passes over.
     const first = b.heads[0];
@@ -84,7 +84,7 @@ class AttentionCompare extends AttentionFigure {
     const r = rowSummary(rollout);
     b.rollout.section.dataset.ratio = String(r.ratio_to_uniform);
     setText(b.rollout.ratio, fmt(r.ratio_to_uniform, 2));
-    b.rollout.chart.update({ tokens: result.tokens, roles: result.roles, row: rollout, selected: token, showSpecial, caption: `\u201c${word}\u201d through attention rollout` });
+    b.rollout.chart.update({ tokens: result.tokens, roles: result.roles, row: rollout, selected: token, showSpecial, scaleMax: FULL_SCALE, caption: `\u201c${word}\u201d through attention rollout` });
   }
 
   build(result, showSpecial) {
@@ -114,7 +114,8 @@ class AttentionCompare extends AttentionFigure {
       h('div.ratio', {}, 'ratio to uniform ', ratio),
       chart.el);
     this.bodyEl.replaceChildren(h('div.panels', {}, heads.map((p) => p.section), section),
-      barLegend({ length: result.n }, 1, 'weight (each panel scaled to its own largest weight)'));
+      // One scale for the three panels, 0 to 1, so that a broad row's bars look as short as they are.
+      barLegend({ length: result.n }, FULL_SCALE, 'weight (all three panels on one scale, 0 to 1)'));
     this._built = { result, showSpecial, heads, rollout: { section, ratio, chart } };
   }
 
@@ -137,7 +138,7 @@ class AttentionCompare extends AttentionFigure {
 
   exportPanels(view) {
     const { result, token } = view;
-    const panel = (row, title, ratio) => rowPanel({ tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial: view.showSpecial, title: `${title}: ratio ${fmt(ratio, 2)}` });
+    const panel = (row, title, ratio) => rowPanel({ tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial: view.showSpecial, scaleMax: FULL_SCALE, title: `${title}: ratio ${fmt(ratio, 2)}` });
     const rollout = rolloutRow(result, token);
     return {
       columns: 3,

@@ -66,7 +66,7 @@ export function isContentRow(result, token, argmax) {
 
 // For one token: `sharpest`, the content head of SELECTION_RULE (largest ratio to uniform among
 // content heads whose row is a content row; failing that, among content heads; failing that,
-// among all heads: `tier` says which, 1 to 3), `broadest` (largest normalised entropy) and
+// among all heads: `tier` says which, 1 to 3), `broadest` (smallest ratio to uniform) and
 // `overall`, the sharpest of all heads, with its label (often positional).
 export function sharpestAndBroadest(result, token) {
   const heads = headsForToken(result, token);
@@ -75,8 +75,10 @@ export function sharpestAndBroadest(result, token) {
   const tiers = [content.filter((x) => isContentRow(result, token, x.argmax)), content, heads];
   const tier = tiers.findIndex((list) => list.length > 0);
   const sharpest = { ...sharpestOf(tiers[tier]), tier: tier + 1 };
+  // Broadest by the same measure as sharpest, so that the prose's range of ratios runs from the
+  // broadest head's ratio to the sharpest one's.
   let broadest = heads[0];
-  for (const x of heads) if (x.normalized_entropy > broadest.normalized_entropy) broadest = x;
+  for (const x of heads) if (x.ratio_to_uniform < broadest.ratio_to_uniform) broadest = x;
   const overall = sharpestOf(heads);
   return { sharpest, broadest, overall: { ...overall, label: headLabel(result, overall.layer, overall.head) } };
 }
