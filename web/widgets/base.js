@@ -55,6 +55,27 @@ export const ATTRIBUTES = Object.freeze({
 export const THEMES = Object.freeze(['auto', 'light', 'dark']);
 const SOURCE_ATTRIBUTES = [ATTRIBUTES.modelSrc, ATTRIBUTES.manifestSrc, ATTRIBUTES.engineSrc];
 
+// engine-src, manifest-src and model-src are as powerful as <script src>: the engine's glue (from
+// engine-src, or named by a manifest) runs in the host page's worker or page, and a model file's
+// name and provenance become the figure's claims. So an address on another origin than these
+// widgets' own is refused unless the host page allows that origin, in its head:
+//   <meta name="attention-widgets-origins" content="https://models.example https://cdn.example">
+// (a page setting, which markup inside an article cannot give itself by an attribute).
+export const ORIGINS_META = 'attention-widgets-origins';
+const WIDGETS_ORIGIN = new URL(import.meta.url).origin;
+function allowedOrigin(url) {
+  const origin = new URL(url).origin;
+  if (origin === WIDGETS_ORIGIN) return true;
+  const listed = document.querySelector(`meta[name="${ORIGINS_META}"]`)?.getAttribute('content') ?? '';
+  return listed.split(/\s+/).some((entry) => {
+    try {
+      return entry !== '' && new URL(entry).origin === origin;
+    } catch {
+      return false;
+    }
+  });
+}
+
 export const EVENTS = Object.freeze({
   select: 'attention-select',  // detail: a patch of {sentence, token, layer, head, showSpecial}
   open: 'attention-open',      // the reader asked for the live instrument
@@ -337,6 +358,16 @@ export class AttentionFigure extends HTMLElement {
     const refused = Object.entries(sources).find(([, url]) => !/^https?:/.test(url));
     if (refused) {
       state.error = { message: `${refused[0]} must be an http or https address; it is \u201c${refused[1]}\u201d.`, kind: 'input' };
+      this.refreshStandalone();
+      return;
+    }
+    const foreign = Object.entries(sources).find(([, url]) => !allowedOrigin(url));
+    if (foreign) {
+      const origin = new URL(foreign[1]).origin;
+      state.error = {
+        message: `${foreign[0]}=\u201c${foreign[1]}\u201d is on ${origin}, not on these widgets\u2019 origin (${WIDGETS_ORIGIN}); an address that loads the engine or the model must be on that origin, unless this page allows ${origin} in its head with <meta name="${ORIGINS_META}" content="${origin}">.`,
+        kind: 'input',
+      };
       this.refreshStandalone();
       return;
     }
