@@ -58,7 +58,7 @@ class AttentionHeads extends AttentionFigure {
 
   static placeholderHeight = '20em';
 
-  // The 16 panels and their columns are built once per sentence; a new token moves the columns'
+  // The panels (one per head) and their columns are built once per sentence; a new token moves the columns'
   // heights and rewrites the panels' labels, a new head only moves the pressed panel.
   render(view) {
     if (!this.hasResult(view)) {
@@ -100,7 +100,7 @@ class AttentionHeads extends AttentionFigure {
     this.fillTable();
   }
 
-  // The columns' heights (16 x n of them) are drawn when the figure is on screen: far off screen
+  // The columns' heights (L x H x n of them) are drawn when the figure is on screen: far off screen
   // (content-visibility: auto in the article) they wait until the reader scrolls near.
   drawColumns() {
     const b = this._built;

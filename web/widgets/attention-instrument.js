@@ -212,7 +212,7 @@ class AttentionInstrument extends AttentionFigure {
     this._shown = {};
   }
 
-  // The parts drawn once per sentence: the 16 heatmaps (the chips and the chart's rows are
+  // The parts drawn once per sentence: the heatmaps, one per head (the chips and the chart's rows are
   // built by their own components when the sentence changes).
   build(view) {
     const { result } = view;
