@@ -150,6 +150,21 @@ class CliInfoTest(unittest.TestCase):
         self.assertEqual(dtypes, {"f32", "f16", "rans"})  # the plan mixes three dtypes
         self.assertEqual(out["precision"], "f32+f16+rans")
 
+    def test_a_file_the_engine_refuses_is_refused_by_info_too(self):
+        # The file's own checks pass (a valid CRC), but its vocabulary's first entry starts with a
+        # carriage return, which the tokenizer refuses: info must not print it as a good file.
+        model = small_model(seed=55)
+        model.vocab = b"\r" + model.vocab
+        path = os.path.join(self.tmp, "model.attn")
+        modelfile.write(path, model)
+        analyze = subprocess.run([CLI, "analyze", "--model", path, "--json", "a"], capture_output=True,
+                                 text=True, timeout=60)
+        info = subprocess.run([CLI, "info", "--model", path], capture_output=True, text=True, timeout=60)
+        self.assertEqual(analyze.returncode, 1, analyze.stderr)
+        self.assertEqual(info.returncode, 1, info.stdout)
+        self.assertEqual(info.stderr.split(": ", 1)[1], analyze.stderr.split(": ", 1)[1])
+        self.assertIn("carriage return", info.stderr)
+
     def test_a_broken_file_is_refused_with_the_loaders_message(self):
         path = os.path.join(self.tmp, "model.attn")
         modelfile.write(path, small_model(seed=53))

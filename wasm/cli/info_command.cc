@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/json.h"
 #include "cli/text.h"
+#include "core/analysis.h"
 #include "core/model_file.h"
 
 namespace attn::cli {
@@ -95,16 +96,18 @@ int RunInfo(int argc, char** argv) {
     std::fprintf(stderr, "attention-cli info: --model FILE is missing.\n%s", kUsage);
     return 2;
   }
-  std::unique_ptr<Model> model;
-  const Status status = Model::FromFile(model_path, &model);
+  // The whole load the engine does (the vocabulary into a tokenizer, the activation budget), not
+  // only the file's own checks: a file info prints is one analyze and the page accept.
+  std::unique_ptr<LoadedModel> loaded;
+  const Status status = LoadedModel::FromFile(model_path, &loaded);
   if (!status.ok()) {
     std::fprintf(stderr, "attention-cli info: %s\n", Printable(status.message()).c_str());
     return 1;
   }
   if (json) {
-    WriteJson(stdout, *model);
+    WriteJson(stdout, loaded->model());
   } else {
-    WriteText(stdout, *model);
+    WriteText(stdout, loaded->model());
   }
   return 0;
 }
