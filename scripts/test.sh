@@ -12,47 +12,61 @@ if [[ -n "${ATTN_ALLOW_SKIP:-}" ]]; then
   echo "test: ignoring ATTN_ALLOW_SKIP=$ATTN_ALLOW_SKIP (scripts/test.sh runs every test)"
   unset ATTN_ALLOW_SKIP
 fi
+# Each stage's wall time is printed when the next begins, and the total at the end, so that a slow
+# run says where its time went.
+stage_name=""
+stage_start=$SECONDS
+stage() {
+  if [[ -n "$stage_name" ]]; then echo "   ($stage_name: $((SECONDS - stage_start)) s)"; fi
+  stage_name="$1"
+  stage_start=$SECONDS
+  [[ -n "$1" ]] && echo "== $1"
+  return 0
+}
+stage "setup"
 "$ROOT/scripts/setup.sh"
 mkdir -p "$ROOT/build"
 
-echo "== vocabulary: rebuild from npm and compare with the committed file"
+stage "vocabulary: rebuild from npm and compare with the committed file"
 node scripts/vocab/build_vocab.mjs "$ROOT/build/vocab.check.txt"
 cmp "$ROOT/build/vocab.check.txt" "$ROOT/model_data/vocab.txt"
 
-echo "== native and wasm builds"
+stage "native and wasm builds"
 scripts/build.sh native wasm
 
-echo "== reference fixtures (independent PyTorch implementation)"
+stage "reference fixtures (independent PyTorch implementation)"
 export ATTN_FIXTURES_DIR="$ROOT/build/fixtures"
 scripts/reference/make_test_fixtures.sh "$ATTN_FIXTURES_DIR"
 
-echo "== GoogleTest (native)"
+stage "GoogleTest (native)"
 ctest --preset native -j "$JOBS"
 
-echo "== Python tests (model file, converter, reference)"
+stage "Python tests (model file, converter, reference)"
 "$PY" -m unittest discover -s tests/py
 
-echo "== the site (engine, models, the split model, manifest, bundle, examples)"
+stage "the site (engine, models, the split model, manifest, bundle, examples, set statistics)"
 node scripts/site/build_site.mjs
 
-echo "== JS tests (node:test): tokenizer parity, wasm engine"
+stage "JS tests (node:test): tokenizer parity, wasm engine"
 node --test tests/js/*.test.mjs
 
 shopt -s nullglob
 browser_tests=(tests/browser/*.test.mjs)
 if ((${#browser_tests[@]})); then
-  echo "== browser tests (Chromium)"
+  stage "browser tests (Chromium)"
   node --test --test-concurrency=1 "${browser_tests[@]}"
 fi
 
-echo "== GoogleTest (AddressSanitizer + UBSan)"
+stage "GoogleTest (AddressSanitizer + UBSan)"
 scripts/build.sh native-asan
 ctest --preset native-asan -j "$JOBS"
 
-echo "== the loader's tests in wasm32 with AddressSanitizer (Emscripten, run by Node)"
+stage "the loader's tests in wasm32 with AddressSanitizer (Emscripten, run by Node)"
 cmake --preset wasm-asan >/dev/null
 cmake --build --preset wasm-asan -j "$JOBS" --target loader_tests
 node --no-experimental-fetch build/wasm-asan/loader_tests.cjs
 
-echo "== fuzzing (libFuzzer with ASan + UBSan)"
+stage "fuzzing (libFuzzer with ASan + UBSan)"
 tests/fuzz/run.sh 60
+stage ""
+echo "== every test passed in $SECONDS s"
