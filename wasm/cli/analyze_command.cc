@@ -118,14 +118,10 @@ void WriteMatrix(FILE* out, const ConstMatrixMap& m) {
 }
 
 void WriteJson(FILE* out, const Model& model, const SentenceAnalysis& analysis, bool hidden) {
-  const ModelConfig& c = model.config();
   const Activations& a = analysis.activations;
-  std::fputs("{\"model\":{\"name\":", out);
-  WriteJsonString(out, model.name());
-  std::fprintf(out, ",\"layers\":%u,\"heads\":%u,\"hidden\":%u,\"vocab_size\":%u,\"precision\":",
-               c.num_hidden_layers, c.num_attention_heads, c.hidden_size, c.vocab_size);
-  WriteJsonString(out, model.precision());
-  std::fputs("},\"tokens\":", out);
+  std::fputs("{\"model\":", out);
+  WriteJsonModel(out, model);
+  std::fputs(",\"tokens\":", out);
   WriteJsonTokens(out, analysis.encoding.tokens);
   std::fprintf(out, ",\"truncated\":%s,\"full_length\":%d,\"attention\":[",
                analysis.encoding.truncated ? "true" : "false", analysis.encoding.full_length);

@@ -59,6 +59,18 @@ inline void WriteJsonFloat(FILE* out, float v) { WriteJsonNumber(out, static_cas
 // A statistic with six significant digits.
 inline void WriteJsonStatistic(FILE* out, double v) { WriteJsonNumber(out, v, 6); }
 
+// The "model" object of the CLI's JSON: {"name", "layers", "heads", "hidden", "vocab_size",
+// "precision"}.
+inline void WriteJsonModel(FILE* out, const Model& model) {
+  const ModelConfig& c = model.config();
+  std::fputs("{\"name\":", out);
+  WriteJsonString(out, model.name());
+  std::fprintf(out, ",\"layers\":%u,\"heads\":%u,\"hidden\":%u,\"vocab_size\":%u,\"precision\":",
+               c.num_hidden_layers, c.num_attention_heads, c.hidden_size, c.vocab_size);
+  WriteJsonString(out, model.precision());
+  std::fputc('}', out);
+}
+
 // The "tokens" array of the result schema (docs/ARCHITECTURE.md):
 // [{"id","text","start","end","word"}, ...].
 inline void WriteJsonTokens(FILE* out, const std::vector<Token>& tokens) {

@@ -113,17 +113,6 @@ std::function<void(size_t, size_t)> ProgressLine(const char* command, bool on) {
   };
 }
 
-// {"name", "layers", "heads", "hidden", "vocab_size", "precision"}, as analyze writes it.
-void WriteModel(FILE* out, const Model& model) {
-  const ModelConfig& c = model.config();
-  std::fputs("{\"name\":", out);
-  WriteJsonString(out, model.name());
-  std::fprintf(out, ",\"layers\":%u,\"heads\":%u,\"hidden\":%u,\"vocab_size\":%u,\"precision\":",
-               c.num_hidden_layers, c.num_attention_heads, c.hidden_size, c.vocab_size);
-  WriteJsonString(out, model.precision());
-  std::fputc('}', out);
-}
-
 void WriteBootstrap(FILE* out, const stats::BootstrapOptions& b) {
   std::fprintf(out, "{\"unit\":\"sentence\",\"resamples\":%d,\"seed\":%llu,\"level\":", b.resamples,
                static_cast<unsigned long long>(b.seed));
@@ -192,7 +181,7 @@ int RunProfile(int argc, char** argv) {
   FILE* out = stdout;
   const int heads = static_cast<int>(model->model().config().num_attention_heads);
   std::fputs("{\"model\":", out);
-  WriteModel(out, model->model());
+  WriteJsonModel(out, model->model());
   std::fprintf(out, ",\"sentences\":%d,\"bootstrap\":", profile.sentences);
   WriteBootstrap(out, options.bootstrap);
   std::fputs(",\"label_rule\":{\"broad_normalized_entropy\":", out);
@@ -264,7 +253,7 @@ int RunContribution(int argc, char** argv) {
       words, static_cast<int32_t>(sentences.size()), heads, options.bootstrap, options.permutations);
   FILE* out = stdout;
   std::fputs("{\"model\":", out);
-  WriteModel(out, model->model());
+  WriteJsonModel(out, model->model());
   std::fprintf(out, ",\"sentences\":%zu,\"heads\":%d,\"predicted_rank\":%d,\"bootstrap\":", sentences.size(),
                heads, kPredictedRank);
   WriteBootstrap(out, options.bootstrap);
