@@ -7,15 +7,14 @@ input through libFuzzer's FuzzedDataProvider, so their seeds are written by `Pro
 which lays out the values in the order the target asks for them (tests/fuzz/*_fuzz.cc). If a
 target changes what it reads, its seeds still run, only as other inputs: rerun this script.
 
-Usage: "$PY" -m tests.fuzz.make_seeds   (or python3 tests/fuzz/make_seeds.py; rans needs numpy)
+Usage, from the repository root (like the project's other Python tools, a module run with the
+root on the module path): "$PY" -m tests.fuzz.make_seeds   (rans needs numpy)
 """
 
 import pathlib
 import struct
-import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
 CORPUS = ROOT / "tests" / "fuzz" / "corpus"
 
