@@ -735,7 +735,7 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
   const [{ value: { module, native, tReady, t3 }, bytes: modelBytes }, { bytes: wasmBytes }] = await Promise.all([modelLoad, compiled, instance]);
   const info = { ...native.info(), url: resolvedModelUrl, sha256: modelFile?.sha256 ?? null };
   const t4 = now();
-  const shards = split ? { baseUrl: shardBase, coreSha: entry.core.sha256, count: entry.shards.count } : null;
+  const shards = split ? { baseUrl: shardBase, coreSha: entry.core.sha256, count: entry.shards.count, bytes: entry.shards.bytes ?? 0 } : null;
   const engine = new AttentionEngine(module, native, info, {
     // fetchMs: until both files are here (and checked); compileMs: the wasm's download and
     // compilation; parseMs: the core reading the model file; totalMs: the whole.

@@ -191,7 +191,7 @@ class AttentionContribution extends AttentionFigure {
       const p = {
         chips: new TokenChips({ label: 'Tokens of the sentence: choose a word to mask and measure', onSelect: (patch) => { this._armed = true; this.select(patch); } }),
         masked: h('p.masked-line'),
-        start: h('button.primary', { type: 'button', hidden: true, on: { click: () => { this._armed = true; this.measureNow(); } } }),
+        start: h('button.primary', { type: 'button', hidden: true, on: { click: (event) => { this._armed = true; event.currentTarget.hidden = true; this.measureNow(); } } }),
         note: h('p.vocab-note.muted', { role: 'status' }),
         summary: h('p.summary'),
         sorts: h('div.sorts', { role: 'group', 'aria-label': 'Sort the heads' }, h('span', { text: 'Sort by ' }),

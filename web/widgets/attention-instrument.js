@@ -33,6 +33,7 @@ class AttentionInstrument extends AttentionFigure {
   .presets { display: flex; flex-wrap: wrap; gap: 0.35em; margin: 0.5em 0; }
   .presets button { font-size: 0.82em; max-width: 100%; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
   .input-error { color: var(--attn-error); font-size: 0.86em; min-height: 1.3em; margin: 0.2em 0; }
+  .example-note { color: var(--attn-muted); font-size: 0.86em; margin: 0.2em 0; }
   .options { font-size: 0.9em; margin: 0.2em 0 0.5em; }
   .tokens { display: flex; flex-wrap: wrap; gap: 0.45em 0.35em; margin: 0.3em 0 0.9em; }
   .word { display: inline-flex; flex-wrap: wrap; max-width: 100%; gap: 1px; padding-bottom: 3px; border-bottom: 2px solid var(--attn-line); }
@@ -136,6 +137,10 @@ class AttentionInstrument extends AttentionFigure {
     const presets = h('div.presets', { role: 'group', 'aria-label': 'Preset sentences' },
       PRESETS.map((text) => h('button', { type: 'button', title: text, text, on: { click: () => { input.value = text; this.commitSentence(); } } })));
     this.inputError = h('div.input-error', { role: 'alert' });
+    // What the sentence box does now: while the example is shown, why it is greyed out (a
+    // disabled field alone looks like one that ignores typing); once live, how to use it. Always
+    // one line of about the same length, so the figures below never move when it changes.
+    this.exampleNote = h('p.example-note');
     this.specialBox = h('input', { type: 'checkbox', checked: view.showSpecial, on: { change: (e) => this.select({ showSpecial: e.target.checked }) } });
     this.chipList = new TokenChips({
       label: 'Tokens of the sentence, grouped by word. Arrow keys move between them.',
@@ -195,7 +200,7 @@ class AttentionInstrument extends AttentionFigure {
       h('summary', { text: 'Every head\u2019s reading of this token, as a table' }), this.tableSlot);
     this.sentenceControls.append(presets);
     this.bodyEl.replaceChildren(
-      this.sentenceControls, this.inputError, h('label.options', {}, this.specialBox, ' Show [CLS] and [SEP]'), this.chipList.scroller,
+      this.sentenceControls, this.exampleNote, this.inputError, h('label.options', {}, this.specialBox, ' Show [CLS] and [SEP]'), this.chipList.scroller,
       h('div.grid', {},
         h('div.picker-part', {},
           h('div.picker-title', { text: 'Layer \u00d7 head: each square is that head\u2019s whole attention matrix for this sentence (rows: tokens reading, columns: tokens read). The outlined strip is the selected token\u2019s row.' }),
@@ -377,6 +382,11 @@ class AttentionInstrument extends AttentionFigure {
     }
     setText(this.inputError, view.inputError ?? '');
     this.sentenceControls.disabled = this.isExample(view);
+    setText(this.exampleNote, !this.isExample(view)
+      ? 'Type any sentence and press Analyse, or pick a preset below; the figures follow what you type.'
+      : view.ready
+        ? 'This is an example computed ahead of time. The sentence box works once you open the instrument (the button above).'
+        : 'This is an example computed ahead of time. The sentence box works once the model is here and the instrument open.');
     this.specialBox.checked = showSpecial;
     this.chipList.update(result, token, showSpecial);
     const tokenChanged = shown.token !== token || shown.result !== result;

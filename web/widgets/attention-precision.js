@@ -216,7 +216,12 @@ class AttentionPrecision extends AttentionFigure {
         `, in ${headName(w.layer, w.head)}, row \u201c${reference.tokens[w.row].text}\u201d, weight on \u201c${reference.tokens[w.column].text}\u201d: `,
         h(`span.${diff.sentenceMax <= bar ? 'within' : 'over'}`, { text: againstBar(diff.sentenceMax, bar) }), '. ',
         w.row === token && w.layer === layer && w.head === head ? null
-          : h('button.show-worst', { type: 'button', text: 'Show that row', on: { click: () => this.select({ token: w.row, layer: w.layer, head: w.head }) } })));
+          // It says what it changes: in the article the token and the head are the page's, so
+          // every figure moves with it.
+          : h('button.show-worst', {
+            type: 'button', text: `Show that row (selects \u201c${reference.tokens[w.row].text}\u201d in ${headName(w.layer, w.head)}${this._standalone ? '' : ' in every figure'})`,
+            on: { click: () => this.select({ token: w.row, layer: w.layer, head: w.head }) },
+          })));
     Object.assign(t.verdict.dataset, { rowMax: String(diff.rowMax), sentenceMax: String(diff.sentenceMax), bar: String(bar), plan: this.plan });
     const scaleMax = Math.max(barScale(diff.reference), barScale(diff.other));
     t.rows.forEach((r, j) => {

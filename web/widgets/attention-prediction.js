@@ -117,7 +117,7 @@ class AttentionPrediction extends AttentionFigure {
         chips: new TokenChips({ label: 'Tokens of the sentence: choose one to mask', onSelect: (patch) => { this._armed = true; this.select(patch); } }),
         masked: h('p.masked-line'),
         note: h('p.vocab-note.muted', { role: 'status' }),
-        start: h('button.primary', { type: 'button', hidden: true, on: { click: () => { this._armed = true; this.predictNow(); } } }),
+        start: h('button.primary', { type: 'button', hidden: true, on: { click: (event) => { this._armed = true; event.currentTarget.hidden = true; this.predictNow(); } } }),
         table: h('div.table-slot'),
         rank: h('p.rank-line'),
       };
