@@ -1,12 +1,13 @@
 // What the series' posts share: the page's engine (the article's getEngine, so one download
 // serves every page and figure), a status line with download progress, the state in the URL
-// hash (read as data only, never as markup), and the head statistics every post computes from
-// the loaded model's results. Text always reaches the page as text nodes (h() from dom.js).
+// hash (read as data only, never as markup), the set statistics the site build computed, and the
+// core's head counts summed over the loaded model's results. Text always reaches the page as
+// text nodes (h() from dom.js).
 import { getEngine, onEngineProgress } from '../engine/engine.js';
 import { loadSetStatistics } from '../engine/sets.js';
 import { formatHashState, MAX_LINK_TEXT, readHashState } from '../state.js';
 import { headLabel } from '../engine/result.js';
-import { describeModel } from '../widgets/data.js';
+import { describeModel, FIXED_LABELS, POSITIONAL_LABELS } from '../widgets/data.js';
 import { fmt, h, megabytes } from '../widgets/dom.js';
 
 // The state a post keeps in its hash, through the pages' one codec (web/state.js): keys
@@ -61,11 +62,11 @@ export function summedCounts(results) {
 }
 
 // The labels that say where a head looks, not what it reads.
-export const POSITIONAL = new Set(['previous-token', 'next-token']);
+export const POSITIONAL = new Set(POSITIONAL_LABELS);
 
 // A visible label chip (never only a hover title).
 export function labelChip(label) {
-  const kind = POSITIONAL.has(label) ? 'positional' : label === 'self' || label === '[CLS]/[SEP] sink' ? 'fixed' : 'content';
+  const kind = POSITIONAL.has(label) ? 'positional' : FIXED_LABELS.includes(label) ? 'fixed' : 'content';
   return h('span.label', { dataset: { kind, label } , text: label });
 }
 

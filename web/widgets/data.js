@@ -41,11 +41,14 @@ export function headsForToken(result, token) {
   return out;
 }
 
-// The labels (HEAD_LABELS) that say where a head looks rather than what it reads: a head the core
-// labels so over the sentence says the same thing whatever the words are, so the page never
-// opens on one by default (the trap of "the sharpest head": for every ordinary token of the
-// preset sentences it is a previous- or next-token head).
-export const POSITIONAL_LABELS = Object.freeze(['previous-token', 'next-token', 'self', '[CLS]/[SEP] sink']);
+// The labels (HEAD_LABELS) of heads that are not content heads: the positional ones (they look at
+// the previous or the next token) and those fixed on one token (the token itself, [CLS] or
+// [SEP]). Such a head says the same thing whatever the words are, so the page never opens on one
+// by default (the trap of "the sharpest head": for every ordinary token of the preset sentences
+// it is a previous- or next-token head). The posts' label chips use the same three kinds.
+export const POSITIONAL_LABELS = Object.freeze(['previous-token', 'next-token']);
+export const FIXED_LABELS = Object.freeze(['self', '[CLS]/[SEP] sink']);
+export const NOT_CONTENT_LABELS = Object.freeze([...POSITIONAL_LABELS, ...FIXED_LABELS]);
 
 // The default-head rule, as the page states it (web/index.html quotes it; the posts too).
 export const SELECTION_RULE = 'Unless you choose a head, the figures show the one with the highest ratio to uniform for the word '
@@ -55,7 +58,7 @@ export const SELECTION_RULE = 'Unless you choose a head, the figures show the on
 
 // Whether the core's label for the head over this sentence is not positional, self or sink.
 export function isContentHead(result, layer, head) {
-  return !POSITIONAL_LABELS.includes(headLabel(result, layer, head));
+  return !NOT_CONTENT_LABELS.includes(headLabel(result, layer, head));
 }
 
 // Whether a row's largest weight (at `argmax`) is on another word: an ordinary token two or more
