@@ -4,7 +4,7 @@
 // site. docs/ARCHITECTURE.md ("Set statistics") gives the JSON field by field.
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <functional>
 #include <fstream>
 #include <memory>
 #include <string>
