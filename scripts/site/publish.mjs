@@ -5,8 +5,13 @@
 //   --precision  also the f32 reference and the naive file, for <attention-precision> (57 MB more)
 // The folder holds: dist/attention-widgets.js; engine/ attention_engine.js, attention_engine.wasm,
 // worker.js, engine.js, result.js; models/manifest.json (only the models published), the
-// default model's core file and its .rows/ shard folder; embed.html and embed-frame.js (the
-// iframe form). README.md, "Embedding a figure in another site", says what headers to send.
+// default model's core file and its .rows/ shard folder; embed.html, embed-frame.js and
+// css/embed.css (the iframe form); the bundle's source map; LICENSE and NOTICE (the widgets are
+// Apache-2.0, the default model's weights GPL-2.0-or-later; NOTICE says which is which and is to
+// travel with copies). README.md, "Embedding a figure in another site", says what headers to send.
+// The folder must be new, empty, or one publish wrote before (it holds PUBLISHED.txt, the list
+// of what it wrote): only files on that list are replaced, and nothing else in the folder is
+// touched, so pointing --out at a blog's static/attention/ cannot delete the blog's own files.
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,11 +27,30 @@ export const BASE_FILES = Object.freeze([
   'engine/engine.js',
   'engine/result.js',
 ]);
-export const FRAME_FILES = Object.freeze(['embed.html', 'embed-frame.js']);
+export const FRAME_FILES = Object.freeze(['embed.html', 'embed-frame.js', 'css/embed.css']);
+// Beside the code: the bundle's source map (the bundle names it) and the terms.
+export const EXTRA_FILES = Object.freeze(['dist/attention-widgets.js.map']);
+export const TERMS_FILES = Object.freeze(['LICENSE', 'NOTICE']);
+// The list of what publish wrote, in the folder it wrote.
+export const MARKER = 'PUBLISHED.txt';
+
+// The files a previous publish wrote into `out` (from its marker), [] for a new or empty folder;
+// throws for a folder that holds anything else.
+function previousFiles(out) {
+  if (!existsSync(out)) return [];
+  if (!statSync(out).isDirectory()) throw new Error(`publish: ${out} is a file, not a folder`);
+  const entries = readdirSync(out);
+  if (entries.length === 0) return [];
+  if (!entries.includes(MARKER)) {
+    throw new Error(`publish: ${out} is not empty and was not written by publish (it has no ${MARKER}); nothing was changed. `
+      + 'Choose a new or empty folder (e.g. static/attention/ inside your site), so that no file of yours is replaced.');
+  }
+  return readFileSync(join(out, MARKER), 'utf8').split('\n').filter((line) => line && !line.startsWith('#'));
+}
 
 const mb = (bytes) => `${(bytes / 1e6).toFixed(bytes < 1e6 ? 3 : 1)} MB`;
 
-// Copies the files into `out` (emptied first) and returns
+// Copies the files into `out` (new, empty, or written by publish before) and returns
 // {files: [{path, bytes, when}], manifest}; when: 'first' (every reader, first view), 'shards'
 // (rows fetched as sentences need them), 'frame' (the iframe form only), 'precision'.
 export function publish({ out, precision = false, quiet = false } = {}) {
@@ -64,17 +88,30 @@ export function publish({ out, precision = false, quiet = false } = {}) {
     models[p.shipped] ??= manifest.models[p.shipped];
   }
   for (const path of FRAME_FILES) add(path, 'frame');
+  for (const path of EXTRA_FILES) add(path, 'debug');
+  for (const path of TERMS_FILES) files.push({ path, bytes: statSync(join(root, path)).size, when: 'terms', from: join(root, path) });
   const published = { ...manifest, models };
   if (!precision) delete published.precision;
 
-  rmSync(out, { recursive: true, force: true });
-  for (const { path } of files) {
+  // Only what publish wrote before goes, and only inside `out` (a marker's line cannot name a
+  // path outside it).
+  for (const path of previousFiles(out)) {
+    const target = resolve(out, path);
+    if (relative(out, target).startsWith('..') || target === out) continue;
+    rmSync(target, { force: true });
+  }
+  for (const folder of ['models'].concat(chosen.shards ? [`models/${chosen.shards.folder}`] : [])) {
+    const dir = join(out, folder);
+    if (existsSync(dir) && readdirSync(dir).length === 0) rmSync(dir, { recursive: true });
+  }
+  for (const { path, from } of files) {
     mkdirSync(dirname(join(out, path)), { recursive: true });
-    copyFileSync(join(web, path), join(out, path));
+    copyFileSync(from ?? join(web, path), join(out, path));
   }
   const manifestText = JSON.stringify(published, null, 2) + '\n';
   writeFileSync(join(out, 'models', 'manifest.json'), manifestText);
   files.push({ path: 'models/manifest.json', bytes: Buffer.byteLength(manifestText), when: 'first' });
+  writeFileSync(join(out, MARKER), `# Written by scripts/site/publish.mjs; the next publish into this folder replaces exactly these files.\n${files.map((f) => f.path).join('\n')}\n${MARKER}\n`);
 
   if (!quiet) {
     const sum = (when) => files.filter((f) => f.when === when).reduce((a, f) => a + f.bytes, 0);
@@ -87,7 +124,8 @@ export function publish({ out, precision = false, quiet = false } = {}) {
     console.log(`  each new sentence then fetches the shards of its words (about 15 kB each, ${mb(sum('shards'))} in all).`);
     console.log('Later visits: the wasm, the model core and the shards come from the browser\'s Cache API (keyed by their sha256);');
     console.log('  only the bundle, the engine\'s scripts and the manifest are asked for again (HTTP caching decides).');
-    console.log(`The iframe form adds embed.html and embed-frame.js (${mb(sum('frame'))}).`);
+    console.log(`The iframe form adds embed.html, embed-frame.js and css/embed.css (${mb(sum('frame'))}).`);
+    console.log(`Also written: the bundle's source map (${mb(sum('debug'))}, fetched only by developer tools), LICENSE and NOTICE (keep them with the files: NOTICE gives the model's GPL-2.0-or-later terms), ${MARKER}.`);
     if (precision) console.log(`<attention-precision> downloads ${mb(sum('precision'))} more when the reader presses its button.`);
   }
   return { files, manifest: published };
