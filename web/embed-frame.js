@@ -1,12 +1,10 @@
 // The iframe form of a figure, for hosts that allow only iframes: embed.html?widget=row&sentence=
 // ...&word=...&layer=2&head=3&theme=dark renders one figure from its URL parameters. The parameters are
-// read as data: the widget must be one of the known names, only the figures' own attributes are
-// copied (as attribute values, never markup), and model, manifest and engine addresses must be
-// on this site, so that a link cannot make the frame show numbers from elsewhere.
-import { ATTRIBUTES, FRAME_WIDGET_PARAM, TAGS } from './dist/attention-widgets.js';
-
-const SOURCE_ATTRIBUTES = new Set([ATTRIBUTES.modelSrc, ATTRIBUTES.manifestSrc, ATTRIBUTES.engineSrc]);
-const BARE_ATTRIBUTES = new Set([ATTRIBUTES.hideSpecial]);
+// read as data: the widget must be one of the registered figures (web/widgets/registry.js), only
+// the attributes that figure declares are copied (as attribute values, never markup), and model,
+// manifest and engine addresses must be on this site, so that a link cannot make the frame show
+// numbers from elsewhere.
+import { ATTRIBUTES, BARE_ATTRIBUTES, FIGURES, FRAME_WIDGET_PARAM, SOURCE_ATTRIBUTES } from './dist/attention-widgets.js';
 
 function sameOrigin(value) {
   try {
@@ -19,19 +17,19 @@ function sameOrigin(value) {
 function mount() {
   const params = new URLSearchParams(location.search);
   const widget = params.get(FRAME_WIDGET_PARAM) ?? 'row';
-  if (!Object.hasOwn(TAGS, widget)) {
+  if (!Object.hasOwn(FIGURES, widget)) {
     const message = document.createElement('p');
     message.className = 'frame-error';
-    message.textContent = `There is no figure called \u201c${widget}\u201d. Use one of: ${Object.keys(TAGS).join(', ')}.`;
+    message.textContent = `There is no figure called \u201c${widget}\u201d. Use one of: ${Object.keys(FIGURES).join(', ')}.`;
     document.body.append(message);
     return;
   }
-  const figure = document.createElement(TAGS[widget]);
-  for (const name of Object.values(ATTRIBUTES)) {
+  const figure = document.createElement(FIGURES[widget].tag);
+  for (const name of FIGURES[widget].attributes) {
     const value = params.get(name);
     if (value === null) continue;
-    if (SOURCE_ATTRIBUTES.has(name) && !sameOrigin(value)) continue;
-    figure.setAttribute(name, BARE_ATTRIBUTES.has(name) ? '' : value);
+    if (SOURCE_ATTRIBUTES.includes(name) && !sameOrigin(value)) continue;
+    figure.setAttribute(name, BARE_ATTRIBUTES.includes(name) ? '' : value);
   }
   // theme=light|dark (the host's toggle, in the frame's URL): the frame's own page follows it
   // too, so its scrollbars and background match; auto or none: the reader's setting.
@@ -50,16 +48,28 @@ function mount() {
     figure.setAttribute(ATTRIBUTES.theme, value);
     document.documentElement.style.colorScheme = value === 'auto' ? '' : value;
   });
-  reportHeight();
+  reportHeight(figure);
 }
 
-// The frame tells its parent how tall its content is whenever that changes, so that the host can
-// size the iframe to it (README, "Embedding"): { type: 'attention-height', height } with height
-// in CSS pixels, an integer. It sends nothing else, and nothing about the reader.
-function reportHeight() {
+// Whether the figure has drawn what it will keep showing (the example, the live figure or a
+// failure): before that its height is the loading line's, and reporting it would collapse the
+// host's placeholder height (the snippet's height="...") only for the frame to grow again.
+function drawn(figure) {
+  if (!figure.constructor.needsModel) return true;
+  const view = figure.view;
+  return Boolean(view?.result || view?.mode === 'error' || figure.shadowRoot?.querySelector('.status[data-mode="error"]'));
+}
+
+// The frame tells its parent how tall its content is whenever that changes, once the figure has
+// drawn, so that the host can size the iframe to it (README, "Embedding"): { type:
+// 'attention-height', height } with height in CSS pixels, an integer. It sends nothing else, and
+// nothing about the reader. (css/embed.css fixes the figure's scrolling heights in the frame,
+// which would otherwise follow the frame's own height through vh units, and so the host's sizing.)
+function reportHeight(figure) {
   if (window.parent === window) return;
   let last = -1;
   const send = () => {
+    if (!drawn(figure)) return;
     const height = Math.ceil(document.documentElement.getBoundingClientRect().height);
     if (height === last) return;
     last = height;

@@ -16,15 +16,16 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
 const LOAD_TIMEOUT_MS = 90000;
 
-// The policy of the issue that asked for this, as the README's "Embedding" section gives it.
-export const STRICT_CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; "
+// The policy the README's "Embedding" section gives: no inline script and no inline style (the
+// figures' styles are constructed style sheets, their sizes set through the CSSOM).
+export const STRICT_CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; "
   + "img-src 'self' data: blob:; object-src 'none'; base-uri 'none'";
 // What a host on another origin adds for the widgets' origin W (README, "Embedding"): W's scripts
 // and files, and a worker-src with blob: and W, since the worker starts from a Blob of the host's
 // origin and its module imports are checked against worker-src (Chromium reports such a refusal
 // to nobody: the worker just fails to start, hence the test that the engine runs in one).
 const hostCsp = (widgets) => `default-src 'self'; script-src 'self' ${widgets} 'wasm-unsafe-eval'; `
-  + `connect-src 'self' ${widgets}; worker-src 'self' blob: ${widgets}; style-src 'self' 'unsafe-inline'; `
+  + `connect-src 'self' ${widgets}; worker-src 'self' blob: ${widgets}; style-src 'self'; `
   + "img-src 'self' data: blob:; object-src 'none'; base-uri 'none'";
 
 let site;
@@ -78,6 +79,18 @@ async function openStrict(url, { width = 1280, height = 900 } = {}) {
 
 const ready = (page, selector, timeout = LOAD_TIMEOUT_MS) => waitReady(page, selector, timeout);
 
+// Under style-src 'self' a figure whose styles were inline <style> elements would go live
+// unstyled: bars of zero width, the status line without its layout. Its longest bar must be
+// drawn, and the status line's message laid out as a grid.
+async function assertStyled(page, selector) {
+  const seen = await page.locator(selector).evaluate((el) => ({
+    bar: Math.max(0, ...[...el.shadowRoot.querySelectorAll('.bar')].map((b) => b.getBoundingClientRect().width)),
+    status: getComputedStyle(el.shadowRoot.querySelector('.status .message')).display,
+  }));
+  assert.ok(seen.bar > 20, `${selector}: the longest bar is ${seen.bar} px wide: the figure is unstyled`);
+  assert.equal(seen.status, 'grid', `${selector}: the status line is not laid out (display ${seen.status})`);
+}
+
 describe('a strict Content-Security-Policy', { timeout: 400000 }, () => {
   test('the article goes live with its worker and answers a typed sentence', async () => {
     const { page, context, check } = await openStrict(siteUrl);
@@ -112,8 +125,26 @@ describe('a strict Content-Security-Policy', { timeout: 400000 }, () => {
   test('the iframe form draws its figure', async () => {
     const { page, context, check } = await openStrict(`${siteUrl}embed.html?widget=row&sentence=The+cat+sat.&word=cat&layer=2&head=3`);
     await page.locator('attention-row .status[data-mode="live"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
+    await assertStyled(page, 'attention-row');
     await check();
     await context.close();
+  });
+
+  test('a policy without \'wasm-unsafe-eval\' gets a figure that says so and whose page author can fix it', async () => {
+    const strict = await serve(web, { headers: { 'Content-Security-Policy': STRICT_CSP.replace(" 'wasm-unsafe-eval'", '') } });
+    try {
+      const context = await browser.newContext({ viewport: { width: 900, height: 700 } });
+      const page = await context.newPage();
+      await page.goto(`http://127.0.0.1:${strict.server.address().port}/embed.html?widget=row&sentence=The+cat+sat.`);
+      await page.locator('attention-row .status[data-mode="error"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
+      const said = await page.locator('attention-row .status').innerText();
+      assert.match(said, /Content-Security-Policy does not allow WebAssembly/, said);
+      assert.match(said, /'wasm-unsafe-eval'/, said);
+      assert.doesNotMatch(said, /scripts\/build\.sh/, 'advice for the site\u2019s builder shown to a reader');
+      await context.close();
+    } finally {
+      strict.close();
+    }
   });
 
   test('the embed demo on a second origin, with the README\u2019s lines for the widgets\u2019 origin', async () => {
@@ -121,6 +152,7 @@ describe('a strict Content-Security-Policy', { timeout: 400000 }, () => {
     for (const id of ['#row', '#heads', '#compare']) await page.locator(`${id} .status[data-mode="live"]`).waitFor({ timeout: LOAD_TIMEOUT_MS });
     const thread = await page.evaluate(async (bundle) => (await (await import(bundle)).getEngine()).thread, `${siteUrl}dist/attention-widgets.js`);
     assert.equal(thread, 'worker');
+    await assertStyled(page, '#row');
     await check();
     await context.close();
   });

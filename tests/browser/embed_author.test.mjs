@@ -180,10 +180,16 @@ describe('embedding as an author', () => {
     await context.close();
   });
 
-  test('with no host color-scheme, auto follows the reader\u2019s setting', async () => {
-    const url = hostPage('os.html', `<softmax-lab id="lab"></softmax-lab>`);
+  test('with no host color-scheme, auto follows the page: light on a light blog whatever the reader\u2019s setting, dark on a dark one', async () => {
+    // The blog declares no color-scheme for its light theme, so its page is light even for a
+    // reader whose system is dark: a dark figure there would be a dark box on a white page.
+    const url = hostPage('os.html', `<softmax-lab id="lab"></softmax-lab><div id="night" style="background:#101014"><softmax-lab id="inside"></softmax-lab></div>`);
     const { page, context } = await openPage(url.replace('os.html', 'os.html?x'), { colorScheme: 'dark' });
     await page.locator('#lab').waitFor();
+    assert.equal(await background(page, '#lab'), LIGHT_BG, 'a dark figure on the light blog');
+    assert.equal(await background(page, '#inside'), DARK_BG, 'a light figure on a dark panel that declares no color-scheme');
+    // A page that declares both schemes follows the reader.
+    await page.evaluate(() => { document.documentElement.style.colorScheme = 'light dark'; });
     await page.waitForFunction(() => getComputedStyle(document.getElementById('lab')).backgroundColor === 'rgb(22, 22, 27)');
     await context.close();
   });
@@ -344,6 +350,10 @@ ${snippet.replaceAll('https://YOUR-SITE', origin)}`);
     const content = await page.frame({ url: /embed\.html/ }).evaluate(() => Math.ceil(document.documentElement.getBoundingClientRect().height));
     const reported = await page.evaluate(() => globalThis.__heights.at(-1));
     assert.ok(Math.abs(content - reported) <= 1, `the frame reported ${reported} px for ${content} px of content`);
+    // No report of the loading line's height, which would collapse the snippet's placeholder
+    // height only for the frame to grow again once the figure draws.
+    const heights = await page.evaluate(() => globalThis.__heights);
+    assert.ok(Math.min(...heights) > 200, `the frame reported ${heights.join(', ')} px`);
     assert.equal(await page.evaluate(() => globalThis.__other ?? []).then((x) => x.length), 0, 'the frame posted something other than its height');
     // A hostile parent: markup, wrong types, huge payloads and a theme that is not one of three.
     const before = await frame.locator('attention-row').getAttribute('theme');

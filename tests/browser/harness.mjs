@@ -31,7 +31,7 @@ export async function serve(folder, { cors = true, headers = {} } = {}) {
 }
 
 // The repository's page of another site that embeds the widgets, and its script.
-export const DEMO_FILES = Object.freeze(['embed-demo.html', 'embed-demo.js']);
+export const DEMO_FILES = Object.freeze(['embed-demo.html', 'embed-demo.css', 'embed-demo.js']);
 
 // A second origin for the embedding tests: localhost (the site is served as 127.0.0.1) serving a
 // temporary folder with the embed demo copied from web/ and whatever a test writes there

@@ -200,7 +200,22 @@ async function fetchVerified(url, { what, kind, cacheKey = null, checksum = null
   throw failure;
 }
 
-const notWasm = (url, error) => new EngineError('engine', `The engine file ${url} is not valid WebAssembly (${error.message}). Rebuild it with scripts/build.sh wasm.`, { cause: error });
+// Why the engine's wasm did not compile, in words for whoever can act on it: the page's
+// Content-Security-Policy (its author adds 'wasm-unsafe-eval'), a browser without WebAssembly
+// SIMD (the reader), or a file that is not the engine (whoever built the site; a file whose
+// sha256 matched the manifest is the one the site meant, so then the browser is the cause).
+export function notWasm(url, error, { verified = false } = {}) {
+  const said = String(error?.message ?? error);
+  if (/content.security.policy|\bcsp\b|unsafe-eval/i.test(said)) {
+    return new EngineError('engine', `This page\u2019s Content-Security-Policy does not allow WebAssembly, so the live model cannot start (${said}). `
+      + 'The page\u2019s author adds \'wasm-unsafe-eval\' to its script-src (the README\u2019s "Content-Security-Policy" gives the whole policy).', { cause: error });
+  }
+  if (verified) {
+    return new EngineError('engine', `This browser could not compile the engine (${said}). The engine needs WebAssembly with SIMD: `
+      + 'Chrome or Edge 91, Firefox 89, Safari 16.4 or any later version.', { cause: error });
+  }
+  return new EngineError('engine', `The engine file ${url} is not valid WebAssembly (${said}). Whoever built the site rebuilds it with scripts/build.sh wasm.`, { cause: error });
+}
 
 // Downloads the engine's wasm and compiles it. The bytes are read, checked and then compiled
 // (not compiled while they stream in), so that nothing unchecked runs or is cached
@@ -210,7 +225,7 @@ async function fetchWasmModule(url, { onProgress, cacheKey, checksum }) {
     try {
       return { value: await WebAssembly.compile(bytes) };
     } catch (error) {
-      return { refusal: notWasm(url, error) };
+      return { refusal: notWasm(url, error, { verified: Boolean(checksum) }) };
     }
   };
   const { value: module, bytes } = await fetchVerified(url, { what: 'engine file', kind: 'engine', cacheKey, checksum, onProgress, contentType: 'application/wasm' }, compile);

@@ -10,6 +10,7 @@ import {
   countWord, fillFacts, fmt, h, headTag, loadEngine, loadSetStatistics, pageFidelity, percent, readHash, sentenceForm, withInterval, writeHash,
 } from './common.js';
 import { PRESETS } from '../state.js';
+import { SORTS } from '../widgets/registry.js';
 import { fmtProbability, megabytes } from '../widgets/dom.js';
 
 const status = document.getElementById('status');
@@ -17,7 +18,6 @@ const yoursSlot = document.getElementById('yours');
 const predictionSlot = document.getElementById('prediction-slot');
 const survivalSlot = document.getElementById('survival');
 const HASH = { s: 'text', w: 'index', o: 'text' };
-const SORTS = ['attention', 'effect', 'head'];
 
 const rho = (v) => fmt(v, 3);
 const excludesZero = (e) => e.low > 0 || e.high < 0;
@@ -125,7 +125,7 @@ async function drawYours(engine) {
   const sentence = state.s ?? PRESETS[0];
   // The reader's word from the address; on the opening sentence, "street"; else the figure's default.
   const word = state.w !== undefined ? String(state.w) : sentence === PRESETS[0] ? 'street' : null;
-  const sort = SORTS.includes(state.o) ? state.o : 'attention';
+  const sort = SORTS.includes(state.o) ? state.o : SORTS[0];
   const { form, error } = sentenceForm({
     value: sentence,
     emptyMessage: 'Type a sentence first: an empty one has no words to mask. The figures below still show the last one.',

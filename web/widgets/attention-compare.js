@@ -2,6 +2,7 @@
 // default the sharpest and the broadest for that token, picked from the loaded model) and
 // through head-averaged attention rollout, each with its ratio to uniform.
 import { ATTRIBUTES, AttentionFigure, define } from './base.js';
+import { parseAttribute } from './registry.js';
 import { attentionRow, headLabel, rolloutRow, rowStat } from '../engine/result.js';
 import { headsForToken, isContentHead, labelledHeadName, rowSummary, sharpestAndBroadest } from './data.js';
 import { fmt, h, headName, headShort, setText } from './dom.js';
@@ -11,11 +12,7 @@ const AUTO = 'auto';
 
 // "2.1 4.3" (layer.head, counting from 1) to ["1,0", "3,2"]; anything else in a place is AUTO.
 function parseHeads(value) {
-  const parts = String(value ?? '').trim().split(/[\s,]+/);
-  return [0, 1].map((k) => {
-    const m = /^(\d{1,2})\.(\d{1,2})$/.exec(parts[k] ?? '');
-    return m && Number(m[1]) >= 1 && Number(m[2]) >= 1 ? `${Number(m[1]) - 1},${Number(m[2]) - 1}` : AUTO;
-  });
+  return parseAttribute(ATTRIBUTES.heads, value).value.map((x) => (x ? `${x.layer},${x.head}` : AUTO));
 }
 
 class AttentionCompare extends AttentionFigure {
@@ -30,8 +27,6 @@ class AttentionCompare extends AttentionFigure {
   `;
 
   static placeholderHeight = '22em';
-
-  static frameHeight = 760;
 
   constructor() {
     super();

@@ -7,17 +7,13 @@
 // Kobayashi et al. 2020, "Attention is not only a weight"), renormalised to sum to 1 for display.
 // Attention is read from the masked sentence, the one whose prediction is measured.
 // Attributes as <attention-prediction>'s (sentence, word, autoload); `sort`: attention|effect|head.
-import { AttentionFigure, ATTRIBUTES, Latest } from './base.js';
+import { AttentionFigure, ATTRIBUTES, define, Latest } from './base.js';
 import { getEngine, isSuperseded } from '../engine/engine.js';
 import { attentionRow, ROLE } from '../engine/result.js';
 import { CONTROLS_CSS, TokenChips } from './controls.js';
 import { fmt, fmtProbability, h, headShort, setText } from './dom.js';
 import { MASK_TEXT, PREDICTION_CSS, vocabularyDownload, withVocabularyProgress } from './attention-prediction.js';
 
-export const CONTRIBUTION_TAG = 'attention-contribution';
-const SORT_ATTRIBUTE = 'sort';
-const AUTOLOAD_ATTRIBUTE = 'autoload';
-const SORTS = ['attention', 'effect', 'head'];
 
 // A token the figure can measure: an ordinary token that is a whole word (one wordpiece), so
 // that writing [MASK] in its place masks exactly that position.
@@ -156,13 +152,7 @@ const CSS = `
 class AttentionContribution extends AttentionFigure {
   static css = CONTROLS_CSS + PREDICTION_CSS + CSS;
 
-  static observedAttributes = [...Object.values(ATTRIBUTES), SORT_ATTRIBUTE, AUTOLOAD_ATTRIBUTE];
-
   static placeholderHeight = '24em';
-
-  static frameHeight = 900;
-
-  static figureKey = 'contribution';
 
   constructor() {
     super();
@@ -172,13 +162,12 @@ class AttentionContribution extends AttentionFigure {
   }
 
   get sort() {
-    const value = this.getAttribute(SORT_ATTRIBUTE);
-    return SORTS.includes(value) ? value : 'attention';
+    return this.attributeValue(ATTRIBUTES.sort, 'attention');
   }
 
   attributeChangedCallback(name, old, value) {
     super.attributeChangedCallback(name, old, value);
-    if (name === SORT_ATTRIBUTE && this._measured) this.drawTable();
+    if (name === ATTRIBUTES.sort && this._measured) this.drawTable();
   }
 
   render(view) {
@@ -187,7 +176,7 @@ class AttentionContribution extends AttentionFigure {
       return;
     }
     if (!this._parts) {
-      const sortButton = (key, text) => h('button', { type: 'button', dataset: { sort: key }, 'aria-pressed': 'false', text, on: { click: () => this.setAttribute(SORT_ATTRIBUTE, key) } });
+      const sortButton = (key, text) => h('button', { type: 'button', dataset: { sort: key }, 'aria-pressed': 'false', text, on: { click: () => this.setAttribute(ATTRIBUTES.sort, key) } });
       const p = {
         chips: new TokenChips({ label: 'Tokens of the sentence: choose a word to mask and measure', onSelect: (patch) => { this._armed = true; this.select(patch); } }),
         masked: h('p.masked-line'),
@@ -213,7 +202,7 @@ class AttentionContribution extends AttentionFigure {
     }
     p.masked.replaceChildren(result.text.slice(0, result.tokens[token].start), h('span.mask', { text: MASK_TEXT }), result.text.slice(result.tokens[token].end));
     if (view.mode !== 'live') return;
-    if (this._armed || this.hasAttribute(AUTOLOAD_ATTRIBUTE)) {
+    if (this._armed || this.hasAttribute(ATTRIBUTES.autoload)) {
       p.start.hidden = true;
       this.measureNow();
     } else {
@@ -319,10 +308,6 @@ class AttentionContribution extends AttentionFigure {
       h('div.vw', {}, list('Attention weights a_ij', Array.from(raw), 'raw'),
         list('Value-weighted: a_ij \u00b7 \u2016W_O v_j\u2016, renormalised to sum to 1', vw.normalised, 'value-weighted')));
   }
-
-  canExport() {
-    return false;
-  }
 }
 
-if (!customElements.get(CONTRIBUTION_TAG)) customElements.define(CONTRIBUTION_TAG, AttentionContribution);
+define('contribution', AttentionContribution);

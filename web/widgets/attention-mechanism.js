@@ -193,8 +193,6 @@ class AttentionMechanism extends AttentionFigure {
     this._built = b;
   }
 
-  static frameHeight = 900;
-
   canExport() {
     const v = this.view;
     return Boolean(v?.result && mechanism(v.result, v.layer, v.head, v.token));

@@ -12,8 +12,8 @@ import { attentionDifference } from './data.js';
 import { fmt, h, headName, megabytes, setText } from './dom.js';
 import { barScale, revealRow, rowPanel } from './bars.js';
 import { CONTROLS_CSS, HeadMenu, TokenChips } from './controls.js';
+import { PLANS } from './registry.js';
 
-export const PLANS = Object.freeze(['shipped', 'naive']);
 const DEFAULT_BAR = 1e-3;
 
 // Small numbers as a reader writes them: 0.0153, or 3.7 × 10⁻⁴ below a hundredth.
@@ -73,8 +73,6 @@ class AttentionPrecision extends AttentionFigure {
 
   static placeholderHeight = '18em';
 
-  static frameHeight = 900;
-
   constructor() {
     super();
     this.plan = 'shipped';
@@ -86,7 +84,7 @@ class AttentionPrecision extends AttentionFigure {
 
   attributeChangedCallback(name, old, value) {
     if (name === ATTRIBUTES.plan) {
-      this.plan = PLANS.includes(value) ? value : 'shipped';
+      this.plan = this.attributeValue(ATTRIBUTES.plan, 'shipped');
       if (this.view) this.render(this.view);
     }
     super.attributeChangedCallback(name, old, value);

@@ -5,21 +5,16 @@
 // counted from 1 and joined by commas, e.g. "2.3,4.1") and `autoload` (predict at once; without
 // it the first prediction waits for the reader, since on the split model it needs the whole
 // word-embedding table, about 15 MB, which is never fetched at page load).
-import { AttentionFigure, ATTRIBUTES, Latest } from './base.js';
+import { AttentionFigure, ATTRIBUTES, define, Latest } from './base.js';
 import { currentEngine, getEngine, isSuperseded } from '../engine/engine.js';
 import { ROLE } from '../engine/result.js';
 import { CONTROLS_CSS, TokenChips } from './controls.js';
 import { fmt, fmtProbability, h, megabytes, setText } from './dom.js';
 
-export const PREDICTION_TAG = 'attention-prediction';
 // How many entries the figure shows; the original word's probability and rank are exact,
 // over the whole vocabulary (engine.probability).
 export const SHOWN = 10;
 export const MASK_TEXT = '[MASK]';
-const REMOVED_ATTRIBUTE = 'removed';
-const AUTOLOAD_ATTRIBUTE = 'autoload';
-// What the engine accepts for `removed`: "L.H" pairs joined by commas.
-export const REMOVED_FORM = /^(\d{1,2}\.\d{1,2})(,\d{1,2}\.\d{1,2})*$/;
 
 export const PREDICTION_CSS = `
   .predictions { width: 100%; border-collapse: collapse; font-size: 0.92em; table-layout: fixed; }
@@ -84,13 +79,7 @@ export const maskable = (result, i) => i >= 0 && i < result.n && result.roles[i]
 class AttentionPrediction extends AttentionFigure {
   static css = CONTROLS_CSS + PREDICTION_CSS;
 
-  static observedAttributes = [...Object.values(ATTRIBUTES), REMOVED_ATTRIBUTE, AUTOLOAD_ATTRIBUTE];
-
   static placeholderHeight = '14em';
-
-  static frameHeight = 620;
-
-  static figureKey = 'prediction';
 
   constructor() {
     super();
@@ -99,8 +88,7 @@ class AttentionPrediction extends AttentionFigure {
   }
 
   get removed() {
-    const value = (this.getAttribute(REMOVED_ATTRIBUTE) ?? '').replace(/\s+/g, '');
-    return REMOVED_FORM.test(value) ? value : '';
+    return this.attributeValue(ATTRIBUTES.removed, '');
   }
 
   async engine() {
@@ -141,7 +129,7 @@ class AttentionPrediction extends AttentionFigure {
       p.start.hidden = true;
       return;
     }
-    if (this._armed || this.hasAttribute(AUTOLOAD_ATTRIBUTE)) {
+    if (this._armed || this.hasAttribute(ATTRIBUTES.autoload)) {
       p.start.hidden = true;
       this.predictNow();
     } else {
@@ -157,7 +145,7 @@ class AttentionPrediction extends AttentionFigure {
 
   attributeChangedCallback(name, old, value) {
     super.attributeChangedCallback(name, old, value);
-    if (name === REMOVED_ATTRIBUTE && this._view?.mode === 'live' && old !== value) this.predictNow();
+    if (name === ATTRIBUTES.removed && this._view?.mode === 'live' && old !== value) this.predictNow();
   }
 
   async predictNow() {
@@ -207,10 +195,6 @@ class AttentionPrediction extends AttentionFigure {
     this.dataset.ready = 'true';
     this.dataset.ms = String(Math.round(ms));
   }
-
-  canExport() {
-    return false;
-  }
 }
 
-if (!customElements.get(PREDICTION_TAG)) customElements.define(PREDICTION_TAG, AttentionPrediction);
+define('prediction', AttentionPrediction);

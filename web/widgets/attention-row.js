@@ -13,8 +13,6 @@ class AttentionRow extends AttentionFigure {
 
   static placeholderHeight = '16em';
 
-  static frameHeight = 640;
-
   // Built once, then updated in place: a new selection changes the pressed chip, the menu's
   // value, the bars and the facts; a new sentence rebuilds the chips and the chart's rows.
   render(view) {

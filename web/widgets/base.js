@@ -14,46 +14,25 @@ import { h, megabytes, setText } from './dom.js';
 import { download, figureSvg, modelLine, pngBlob, svgText } from './export.js';
 import { elementSnippet, frameSnippet } from './snippet.js';
 import { BASE_CSS, EMBEDDED_CSS, themeCss } from './style.js';
+import { ATTRIBUTES, FIGURES, parseAttribute, SOURCE_ATTRIBUTES, TAGS, unknownAttributeNote } from './registry.js';
 import { DEFAULT_WORD_TEXT, PRESETS } from '../state.js';
 
-// Every figure's element name, by the short name that embed.html's `widget` parameter takes.
-export const TAGS = Object.freeze({
-  instrument: 'attention-instrument',
-  row: 'attention-row',
-  mechanism: 'attention-mechanism',
-  softmax: 'softmax-lab',
-  compare: 'attention-compare',
-  heads: 'attention-heads',
-  precision: 'attention-precision',
-});
+export { ATTRIBUTES, FIGURES, TAGS };
 
 // Defines a figure's element once, however many copies of the widgets a page loads (the
-// article's modules and the embedding bundle may meet in one page).
+// article's modules and the embedding bundle may meet in one page). The element observes exactly
+// the attributes its registry entry declares.
 export function define(key, figureClass) {
+  if (!Object.hasOwn(FIGURES, key)) throw new Error(`define: no figure "${key}" in the registry (web/widgets/registry.js)`);
   figureClass.figureKey = key;
-  if (!customElements.get(TAGS[key])) customElements.define(TAGS[key], figureClass);
+  Object.defineProperty(figureClass, 'observedAttributes', { value: FIGURES[key].attributes, configurable: true });
+  if (!customElements.get(FIGURES[key].tag)) customElements.define(FIGURES[key].tag, figureClass);
 }
 
 // Attributes of a figure used on its own (outside the article): with a `sentence` attribute
 // the figure loads the page's shared engine itself and follows its attributes. Layer and head
 // count from 1, as the figures label them; `word` is a token's text or its position (0 is
-// [CLS]).
-export const ATTRIBUTES = Object.freeze({
-  sentence: 'sentence',
-  word: 'word',
-  layer: 'layer',
-  head: 'head',
-  hideSpecial: 'hide-special',
-  modelSrc: 'model-src',
-  manifestSrc: 'manifest-src',
-  engineSrc: 'engine-src',
-  heads: 'heads',    // <attention-compare>: its two heads as "layer.head layer.head", e.g. "2.1 4.3"
-  scores: 'scores',  // <softmax-lab>: its five scores, e.g. "2 1 0.5 -0.5 -1.5"
-  plan: 'plan',      // <attention-precision>: what the f32 reference is compared with, shipped or naive
-  theme: 'theme',    // light, dark or auto (the default: the host's color-scheme, else the reader's setting)
-});
-export const THEMES = Object.freeze(['auto', 'light', 'dark']);
-const SOURCE_ATTRIBUTES = [ATTRIBUTES.modelSrc, ATTRIBUTES.manifestSrc, ATTRIBUTES.engineSrc];
+// [CLS]). Each figure's list and the parsers are in registry.js.
 
 // engine-src, manifest-src and model-src are as powerful as <script src>: the engine's glue (from
 // engine-src, or named by a manifest) runs in the host page's worker or page, and a model file's
@@ -89,17 +68,41 @@ export const EVENTS = Object.freeze({
 });
 
 // The theme a figure uses: its `theme` attribute, else (auto) the color-scheme its parent
-// computes when the host sets one that is only light or only dark (e.g. `html.dark {
-// color-scheme: dark }`), else the reader's operating-system setting.
+// computes: only dark or only light (e.g. `html.dark { color-scheme: dark }`) gives that; both
+// (`light dark`, a page that follows the reader) gives the reader's operating-system setting.
+// A host that declares none is drawn light whatever the reader's setting, so the figure reads
+// the page's background instead: dark where the nearest opaque background behind it is dark (a
+// dark theme that sets only colours), else light.
 function effectiveTheme(el) {
   const asked = el.getAttribute(ATTRIBUTES.theme);
   if (asked === 'light' || asked === 'dark') return asked;
   const parent = el.parentElement ?? el.getRootNode()?.host ?? document.documentElement;
   const scheme = parent ? getComputedStyle(parent).colorScheme ?? '' : '';
   const words = scheme.split(/\s+/);
-  if (words.includes('dark') && !words.includes('light')) return 'dark';
-  if (words.includes('light') && !words.includes('dark')) return 'light';
-  return typeof matchMedia === 'function' && matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
+  const dark = words.includes('dark');
+  const light = words.includes('light');
+  if (dark && !light) return 'dark';
+  if (light && !dark) return 'light';
+  if (dark && light) return typeof matchMedia === 'function' && matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
+  return backgroundTheme(parent) ?? 'light';
+}
+
+// 'dark' or 'light' by the relative luminance (WCAG's) of the first background at least half
+// opaque from `node` up through its ancestors (and out of shadow roots); null when none is.
+export function backgroundTheme(node) {
+  for (let n = node; n; n = n.parentElement ?? n.getRootNode?.()?.host ?? null) {
+    const m = /^rgba?\(\s*([\d.]+)[\s,]+([\d.]+)[\s,]+([\d.]+)(?:\s*[,/]\s*([\d.]+%?))?\s*\)$/.exec(getComputedStyle(n).backgroundColor ?? '');
+    if (!m) continue;
+    const alpha = m[4] === undefined ? 1 : m[4].endsWith('%') ? parseFloat(m[4]) / 100 : Number(m[4]);
+    if (alpha < 0.5) continue;
+    const channel = (v) => {
+      const c = Number(v) / 255;
+      return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    };
+    const luminance = 0.2126 * channel(m[1]) + 0.7152 * channel(m[2]) + 0.0722 * channel(m[3]);
+    return luminance < 0.18 ? 'dark' : 'light';
+  }
+  return null;
 }
 
 // Every connected figure, told when the host's theme may have changed: a class, style or
@@ -107,20 +110,29 @@ function effectiveTheme(el) {
 const themed = new Set();
 let themeWatch = null;
 const THEME_TRIGGERS = ['class', 'style', 'data-theme', 'data-color-scheme', 'theme'];
+const updateThemes = () => { for (const f of themed) f.updateTheme(); };
 function watchTheme(figure) {
   themed.add(figure);
   if (typeof MutationObserver === 'undefined') return;
   if (!themeWatch) {
-    const update = () => { for (const f of themed) f.updateTheme(); };
-    themeWatch = new MutationObserver(update);
-    const watchNode = (node) => node && themeWatch.observe(node, { attributes: true, attributeFilter: THEME_TRIGGERS });
+    themeWatch = new MutationObserver(updateThemes);
+    const watchNode = (node) => node && themeWatch?.observe(node, { attributes: true, attributeFilter: THEME_TRIGGERS });
     watchNode(document.documentElement);
     if (document.body) watchNode(document.body);
     else document.addEventListener('DOMContentLoaded', () => watchNode(document.body), { once: true });
-    if (typeof matchMedia === 'function') matchMedia('(prefers-color-scheme: dark)').addEventListener?.('change', update);
+    if (typeof matchMedia === 'function') matchMedia('(prefers-color-scheme: dark)').addEventListener?.('change', updateThemes);
   }
   // The figure's own theme attribute (a figure may observe only its own attributes).
   themeWatch.observe(figure, { attributes: true, attributeFilter: [ATTRIBUTES.theme] });
+}
+
+// When the last figure leaves the page, the page-wide watch ends (a new figure starts it again).
+function unwatchTheme(figure) {
+  themed.delete(figure);
+  if (themed.size || !themeWatch) return;
+  themeWatch.disconnect();
+  themeWatch = null;
+  if (typeof matchMedia === 'function') matchMedia('(prefers-color-scheme: dark)').removeEventListener?.('change', updateThemes);
 }
 
 // The model, said once: its name and its note in one pair of brackets ("NAME (trained here; not
@@ -202,9 +214,41 @@ export class Latest {
 
 let figureCount = 0;
 
-export class AttentionFigure extends HTMLElement {
-  static observedAttributes = Object.values(ATTRIBUTES);
+// A figure's styles as constructed style sheets adopted by its shadow root, so that a host's
+// strict Content-Security-Policy (style-src without 'unsafe-inline') does not leave it unstyled:
+// CSP governs <style> elements and style attributes, not sheets built through the CSSOM. Each
+// distinct text is parsed once per page and shared by every figure. Where a browser lacks
+// adoptedStyleSheets, <style> elements carry the same text. Returns {set(k, text)} to replace
+// the k-th sheet (the theme).
+const SHEETS = new Map();
+const CONSTRUCTED = typeof CSSStyleSheet === 'function' && 'replaceSync' in CSSStyleSheet.prototype
+  && typeof ShadowRoot === 'function' && 'adoptedStyleSheets' in ShadowRoot.prototype;
+function sheetOf(text) {
+  let sheet = SHEETS.get(text);
+  if (!sheet) {
+    sheet = new CSSStyleSheet();
+    sheet.replaceSync(text);
+    SHEETS.set(text, sheet);
+  }
+  return sheet;
+}
+function adoptStyles(root, texts) {
+  if (CONSTRUCTED) {
+    root.adoptedStyleSheets = texts.map(sheetOf);
+    return {
+      set(k, text) {
+        const sheets = root.adoptedStyleSheets.slice();
+        sheets[k] = sheetOf(text);
+        root.adoptedStyleSheets = sheets;
+      },
+    };
+  }
+  const elements = texts.map((text) => h('style', { text }));
+  root.append(...elements);
+  return { set: (k, text) => { elements[k].textContent = text; } };
+}
 
+export class AttentionFigure extends HTMLElement {
   // Set by the embedding bundle: there every figure follows its own attributes, with a default
   // sentence, since no article drives it.
   static embedded = false;
@@ -216,9 +260,6 @@ export class AttentionFigure extends HTMLElement {
   // then does the engine copy them out.
   static needsVectors = false;
 
-  // What the iframe form needs for this figure's height, in CSS pixels.
-  static frameHeight = 520;
-
   constructor() {
     super();
     this._view = null;
@@ -229,11 +270,12 @@ export class AttentionFigure extends HTMLElement {
     // layer and head from 0): they override the attributes, which stay as the author wrote them.
     this._reader = {};
     this._warned = new Set();
+    // The notes on screen, by where they come from: the attributes as written, and what the
+    // analysis could not honour (word, layer, head; resolveAttributes).
+    this._noteGroups = { attributes: [], selection: [] };
     const root = this.attachShadow({ mode: 'open' });
-    this.themeStyle = h('style', { text: themeCss('light') });
     this.theme = 'light';
-    root.append(this.themeStyle);
-    root.append(h('style', { text: BASE_CSS + (AttentionFigure.embedded ? EMBEDDED_CSS : '') + (this.constructor.css ?? '') }));
+    this._styles = adoptStyles(root, [themeCss('light'), BASE_CSS + (AttentionFigure.embedded ? EMBEDDED_CSS : '') + (this.constructor.css ?? '')]);
     this.statusEl = h('div.status', { role: 'status', 'aria-live': 'polite' });
     this.notesEl = h('div.notes', { role: 'note', hidden: true });
     this.bodyEl = h('div.body');
@@ -247,12 +289,43 @@ export class AttentionFigure extends HTMLElement {
     const theme = effectiveTheme(this);
     if (theme === this.theme) return;
     this.theme = theme;
-    this.themeStyle.textContent = themeCss(theme);
+    this._styles.set(0, themeCss(theme));
     this.themeChanged?.(theme);
   }
 
   disconnectedCallback() {
-    themed.delete(this);
+    unwatchTheme(this);
+    this._stopProgress?.();
+    this._stopProgress = null;
+  }
+
+  // The figure's registry entry (registry.js).
+  get figure() {
+    return FIGURES[this.constructor.figureKey];
+  }
+
+  // A declared attribute's value through its parser, or `fallback` when it is absent.
+  attributeValue(name, fallback = null) {
+    const raw = this.getAttribute(name);
+    return raw === null ? fallback : parseAttribute(name, raw).value;
+  }
+
+  // Notes for the attributes as written: a bad value of a declared attribute, and an attribute
+  // the figure does not have (a misspelling).
+  checkAttributes() {
+    const key = this.constructor.figureKey;
+    const notes = [];
+    for (const { name, value } of this.attributes) {
+      const unknown = unknownAttributeNote(key, name);
+      const note = unknown ?? (this.figure?.attributes.includes(name) ? parseAttribute(name, value).note : null);
+      if (note) notes.push({ attribute: name, value, message: note });
+    }
+    this.setNotes('attributes', notes);
+  }
+
+  setNotes(group, notes) {
+    this._noteGroups[group] = notes;
+    this.renderNotes([...this._noteGroups.attributes, ...this._noteGroups.selection]);
   }
 
   // The current selection as the host sees it (attention-change's detail), or null before the
@@ -298,12 +371,25 @@ export class AttentionFigure extends HTMLElement {
   connectedCallback() {
     watchTheme(this);
     this.updateTheme();
+    this.checkAttributes();
     if (!this.constructor.needsModel) return;
     if (this.hasAttribute(ATTRIBUTES.sentence) || AttentionFigure.embedded) this.standalone();
+    this.followProgress();
+  }
+
+  // While a figure on its own waits for the engine, the download's progress reaches its status
+  // line; the subscription ends on disconnect and when the engine is here.
+  followProgress() {
+    if (!this._standalone || this._standalone.engine || this._stopProgress) return;
+    this._stopProgress = onEngineProgress((progress) => {
+      this._standalone.progress = progress;
+      if (!this._standalone.engine) this.refreshStandalone();
+    });
   }
 
   // An attribute the author (or the host's script) changes replaces the reader's choice of it.
   attributeChangedCallback(name) {
+    if (this.isConnected) this.checkAttributes();
     if (name === ATTRIBUTES.theme) {
       if (this.isConnected) this.updateTheme();
       return;
@@ -344,10 +430,6 @@ export class AttentionFigure extends HTMLElement {
       event.stopPropagation();
       this.loadStandalone();
     });
-    onEngineProgress((progress) => {
-      this._standalone.progress = progress;
-      if (!this._standalone.engine) this.refreshStandalone();
-    });
     this.loadStandalone();
   }
 
@@ -377,6 +459,8 @@ export class AttentionFigure extends HTMLElement {
     this.refreshStandalone();
     getEngine(options).then((engine) => {
       state.engine = engine;
+      this._stopProgress?.();
+      this._stopProgress = null;
       this.refreshStandalone();
     }, (error) => {
       state.error = { message: error.message, kind: error.kind };
@@ -433,8 +517,8 @@ export class AttentionFigure extends HTMLElement {
     }).then((view) => {
       if (!view || !this._latest.current(request)) return;
       this.view = view;
-      if (view.result) this.renderNotes([...notes, ...(selection.notes ?? [])]);
-      else if (notes.length) this.renderNotes(notes);
+      if (view.result) this.setNotes('selection', [...notes, ...(selection.notes ?? [])]);
+      else if (notes.length) this.setNotes('selection', notes);
       if (announce && view.result) this.emit(EVENTS.change, this.selection);
     });
   }
@@ -539,7 +623,7 @@ export class AttentionFigure extends HTMLElement {
 
   // Whether there is something to embed or export.
   canExport() {
-    return Boolean(this.view?.result);
+    return Boolean(this.figure?.exportable && this.view?.result);
   }
 
   updateTools() {
@@ -552,7 +636,7 @@ export class AttentionFigure extends HTMLElement {
     const attributes = this.snippetAttributes(this.view);
     const key = this.constructor.figureKey;
     this.snippetEl.value = elementSnippet(TAGS[key], attributes);
-    this.frameSnippetEl.value = frameSnippet(key, attributes, this.exportTitle(this.view), this.constructor.frameHeight);
+    this.frameSnippetEl.value = frameSnippet(key, attributes, this.exportTitle(this.view), FIGURES[key].frameHeight);
   }
 
   // The figure's state as the element's attributes, in the order an author would write them.

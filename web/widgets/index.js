@@ -13,6 +13,6 @@ import './attention-precision.js';
 import './attention-prediction.js';
 import './attention-contribution.js';
 
-export { ATTRIBUTES, TAGS } from './base.js';
+export { ATTRIBUTES, BARE_ATTRIBUTES, FIGURES, SOURCE_ATTRIBUTES, TAGS } from './registry.js';
 export { FRAME_WIDGET_PARAM } from './snippet.js';
 export { getEngine } from '../engine/engine.js';

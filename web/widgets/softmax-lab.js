@@ -2,10 +2,11 @@
 // the scores, the weights are positive and sum to 1, so a row cannot say "nothing here": equal
 // scores, however low, give the uniform row.
 import { ATTRIBUTES, AttentionFigure, define } from './base.js';
+import { SCORE_COUNT } from './registry.js';
 import { softmax } from './data.js';
 import { fmt, h } from './dom.js';
 
-const KEYS = 5;
+const KEYS = SCORE_COUNT;
 const MIN = -10;
 const MAX = 10;
 const STEP = 0.1;
@@ -18,11 +19,7 @@ const SETTINGS = {
 };
 
 class SoftmaxLab extends AttentionFigure {
-  static observedAttributes = [ATTRIBUTES.scores];
-
   static needsModel = false;
-
-  static frameHeight = 420;
 
   static css = `
   .lab { display: grid; grid-template-columns: auto minmax(6em, 1fr) 3.4em minmax(5em, 1fr) 4.2em; gap: 0.35em 0.6em; align-items: center; }
@@ -49,10 +46,11 @@ class SoftmaxLab extends AttentionFigure {
     this.update();
   }
 
-  attributeChangedCallback(name, _old, value) {
+  attributeChangedCallback(name, old, value) {
+    super.attributeChangedCallback(name, old, value);
     if (name !== ATTRIBUTES.scores || value === null) return;
-    const parsed = value.split(/[\s,]+/).filter(Boolean).map(Number);
-    if (parsed.length === KEYS && parsed.every(Number.isFinite)) this.setScores(parsed);
+    const parsed = this.attributeValue(ATTRIBUTES.scores);
+    if (parsed) this.setScores(parsed);
   }
 
   // The lab needs no model, so it has no loading or error state.

@@ -1,0 +1,187 @@
+// The widgets' own logic in Node, under a DOM shim (happy-dom; tests/js/dom_shim.mjs): the one
+// registry of figures, attribute mistakes said visibly and on the console, the token chips, the
+// snippet attributes and the iframe height, and subscriptions undone when a figure leaves the
+// page. Needs the site build's example of the default model (web/examples/).
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+
+import { closeWindow, defaultExample, warnings } from './dom_shim.mjs';
+
+const { ATTRIBUTES, FIGURES, TAGS, parseAttribute, unknownAttributeNote } = await import('../../web/widgets/registry.js');
+const { figureView } = await import('../../web/widgets/base.js');
+const { describeModel, resultFromExample } = await import('../../web/widgets/data.js');
+const { DEFAULT_WORD_TEXT } = await import('../../web/state.js');
+await import('../../web/widgets/index.js');
+
+after(closeWindow);
+
+const example = defaultExample();
+const result = resultFromExample(example);
+const flush = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+function place(tag, attributes = {}) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) el.setAttribute(name, value);
+  document.body.append(el);
+  return el;
+}
+
+const notesOf = (el) => {
+  const notes = el.shadowRoot.querySelector('.notes');
+  return notes.hidden ? [] : [...notes.querySelectorAll('p')].map((p) => p.textContent);
+};
+
+async function exampleView(overrides = {}) {
+  return figureView({
+    example: result, sentence: result.text, selection: { token: -1, layer: -1, head: -1 }, wordText: DEFAULT_WORD_TEXT,
+    model: describeModel(example.model), ...overrides,
+  });
+}
+
+test('all nine figures are registered, defined under their tag and observe exactly their declared attributes', () => {
+  assert.deepEqual(Object.keys(FIGURES).sort(), ['compare', 'contribution', 'heads', 'instrument', 'mechanism', 'precision', 'prediction', 'row', 'softmax']);
+  for (const [key, figure] of Object.entries(FIGURES)) {
+    const defined = customElements.get(figure.tag);
+    assert.ok(defined, `${figure.tag} is not defined`);
+    assert.equal(defined.figureKey, key);
+    assert.deepEqual([...defined.observedAttributes], [...figure.attributes], figure.tag);
+    assert.ok(Number.isInteger(figure.frameHeight) && figure.frameHeight > 200, `${key} frame height ${figure.frameHeight}`);
+    assert.equal(TAGS[key], figure.tag);
+    for (const name of figure.attributes) assert.ok(Object.values(ATTRIBUTES).includes(name), `${key} declares ${name}, which ATTRIBUTES lacks`);
+  }
+});
+
+// Every declared attribute with a parser: a bad value and a good one.
+const CASES = [
+  ['row', ATTRIBUTES.theme, 'drak', 'dark'],
+  ['compare', ATTRIBUTES.heads, '1.1', '2.1 4.3'],
+  ['compare', ATTRIBUTES.heads, '0.1 x', '1.2,3.4'],
+  ['softmax', ATTRIBUTES.scores, '1 2 three 4 5', '2 1 0.5 -0.5 -1.5'],
+  ['precision', ATTRIBUTES.plan, 'fancy', 'naive'],
+  ['prediction', ATTRIBUTES.removed, '2-3', '2.3, 4.1'],
+  ['contribution', ATTRIBUTES.sort, 'size', 'effect'],
+];
+
+test('a bad attribute value is shown above the figure and warned once; a good one is not', async () => {
+  for (const [key, name, bad, good] of CASES) {
+    const tag = FIGURES[key].tag;
+    let el;
+    const said = await warnings(async () => {
+      el = place(tag, { [name]: bad });
+      await flush();
+    });
+    const notes = notesOf(el);
+    assert.equal(notes.length, 1, `${tag} ${name}="${bad}": ${JSON.stringify(notes)}`);
+    assert.match(notes[0], new RegExp(`^${name}=\u201c${bad.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\u201d was not used: `));
+    assert.equal(said.filter((s) => s.includes(notes[0])).length, 1, `${tag}: warned ${JSON.stringify(said)}`);
+    const quiet = await warnings(async () => {
+      el.setAttribute(name, good);
+      await flush();
+    });
+    assert.deepEqual(notesOf(el), [], `${tag} ${name}="${good}" still has a note`);
+    assert.deepEqual(quiet, []);
+    el.remove();
+  }
+});
+
+test('the parsed values are the ones the figures use', () => {
+  assert.deepEqual(parseAttribute(ATTRIBUTES.heads, '2.1 4.3').value, [{ layer: 1, head: 0 }, { layer: 3, head: 2 }]);
+  assert.deepEqual(parseAttribute(ATTRIBUTES.heads, '2.1').value, [{ layer: 1, head: 0 }, null]);
+  assert.equal(parseAttribute(ATTRIBUTES.removed, ' 2.3, 4.1 ').value, '2.3,4.1');
+  assert.equal(parseAttribute(ATTRIBUTES.removed, 'everything').value, '');
+  assert.deepEqual(parseAttribute(ATTRIBUTES.scores, '1,2,3,4,5').value, [1, 2, 3, 4, 5]);
+  const prediction = place(FIGURES.prediction.tag, { removed: '1.1,x' });
+  assert.equal(prediction.removed, '');
+  prediction.setAttribute('removed', '1.1, 2.2');
+  assert.equal(prediction.removed, '1.1,2.2');
+  prediction.remove();
+  const lab = place(FIGURES.softmax.tag, { scores: '3 1 0 -1 -3' });
+  assert.deepEqual(lab.scores, [3, 1, 0, -1, -3]);
+  lab.setAttribute('scores', 'nonsense');
+  assert.deepEqual(lab.scores, [3, 1, 0, -1, -3], 'a bad value keeps the scores shown');
+  lab.remove();
+});
+
+test('a misspelt attribute is named, with the one it resembles; global, data-* and aria-* attributes are not', async () => {
+  let el;
+  await warnings(async () => {
+    el = place(FIGURES.row.tag, { sentense: 'A cat sat.', id: 'x', class: 'wide', 'data-note': '1', 'aria-label': 'figure' });
+    await flush();
+  });
+  const notes = notesOf(el);
+  assert.equal(notes.length, 1, JSON.stringify(notes));
+  assert.match(notes[0], /has no attribute \u201csentense\u201d; it was ignored\. Did you mean sentence\?/);
+  el.remove();
+  assert.equal(unknownAttributeNote('softmax', 'sentence')?.includes('Its attributes: scores, theme.'), true);
+  assert.equal(unknownAttributeNote('row', 'zzzzzzzz')?.includes('Did you mean'), false);
+});
+
+test('a theme attribute sets the figure\'s theme; a figure that left the page stops following the host', async () => {
+  const dark = place(FIGURES.row.tag, { theme: 'dark' });
+  assert.equal(dark.theme, 'dark');
+  dark.setAttribute('theme', 'light');
+  assert.equal(dark.theme, 'light');
+  const staying = place(FIGURES.row.tag);
+  let stayed = 0;
+  let left = 0;
+  staying.updateTheme = () => { stayed += 1; };
+  dark.updateTheme = () => { left += 1; };
+  dark.remove();
+  document.documentElement.className = 'dark';
+  await flush();
+  assert.ok(stayed >= 1, 'the figure still on the page was not told');
+  assert.equal(left, 0, 'the removed figure was still told of the host\'s theme');
+  staying.remove();
+  document.documentElement.className = '';
+});
+
+test('the row figure draws one chip per token, hides [CLS] and [SEP] on request and says which token the reader chose', async () => {
+  const row = place(FIGURES.row.tag);
+  row.view = await exampleView();
+  const chips = [...row.shadowRoot.querySelectorAll('button.chip')];
+  assert.equal(chips.length, result.n);
+  assert.deepEqual(chips.map((c) => c.textContent), result.tokens.map((t) => t.text));
+  const pressed = chips.filter((c) => c.getAttribute('aria-pressed') === 'true');
+  assert.equal(pressed.length, 1);
+  assert.equal(pressed[0].textContent, DEFAULT_WORD_TEXT);
+  row.view = await exampleView({ showSpecial: false });
+  const hidden = [...row.shadowRoot.querySelectorAll('button.chip')].filter((c) => c.hidden).map((c) => c.textContent);
+  assert.deepEqual(hidden, ['[CLS]', '[SEP]']);
+  const picked = new Promise((resolve) => row.addEventListener('attention-select', (e) => resolve(e.detail), { once: true }));
+  row.shadowRoot.querySelectorAll('button.chip')[2].click();
+  assert.deepEqual(await picked, { token: 2 });
+  row.remove();
+});
+
+test('the embed snippet holds the figure\'s state and the iframe its registered height', async () => {
+  const row = place(FIGURES.row.tag);
+  const view = await exampleView();
+  row.view = view;
+  const attributes = Object.fromEntries(row.snippetAttributes(view));
+  assert.equal(attributes.sentence, result.text);
+  assert.equal(attributes.word, DEFAULT_WORD_TEXT);
+  assert.equal(attributes.layer, String(view.layer + 1));
+  assert.equal(attributes.head, String(view.head + 1));
+  row.fillSnippets();
+  assert.match(row.snippetEl.value, /<attention-row sentence="The animal[^"]*" word="it" layer="\d+" head="\d+"><\/attention-row>/);
+  assert.match(row.frameSnippetEl.value, new RegExp(`height="${FIGURES.row.frameHeight}"`));
+  assert.match(row.frameSnippetEl.value, /widget=row&/);
+  row.remove();
+  // The figures without export (prediction, contribution) keep their toolbar hidden.
+  const prediction = place(FIGURES.prediction.tag);
+  prediction.view = await exampleView();
+  assert.equal(prediction.canExport(), false);
+  assert.equal(prediction.toolsEl.hidden, true);
+  prediction.remove();
+});
+
+test('the README lists every registered figure and every declared attribute', async () => {
+  const { readFileSync } = await import('node:fs');
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  for (const [key, figure] of Object.entries(FIGURES)) {
+    assert.ok(readme.includes(`\`<${figure.tag}>\` (\`${key}\``), `README's element list lacks <${figure.tag}> (${key})`);
+  }
+  for (const name of Object.values(ATTRIBUTES)) {
+    assert.match(readme, new RegExp(`^\\| \`${name}\`( |,)|^\\| \`[a-z-]+\`, \`${name}\` `, 'm'), `README's attribute table lacks ${name}`);
+  }
+});
