@@ -32,7 +32,7 @@ node scripts/vocab/build_vocab.mjs "$ROOT/build/vocab.check.txt"
 cmp "$ROOT/build/vocab.check.txt" "$ROOT/model_data/vocab.txt"
 
 stage "native and wasm builds"
-scripts/build.sh native wasm
+scripts/build.sh native wasm wasm-test
 
 stage "reference fixtures (independent PyTorch implementation)"
 export ATTN_FIXTURES_DIR="$ROOT/build/fixtures"

@@ -1,9 +1,11 @@
 // What the browser tests and the benchmark share: how to start Debian's Chromium headless here
 // and how to serve a folder on a free localhost port.
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const require = createRequire(import.meta.url);
 const { chromium } = require('playwright-core');
@@ -55,10 +57,14 @@ export async function startHost(web, { headers = {} } = {}) {
 // The assembled site (web/, as scripts/site/build_site.mjs writes it) served on localhost, with
 // one Chromium, for a test file: start it in before(), open pages with open(path), close it in
 // after().
-export async function startSite(web) {
+// testEngine: serve the engine of the test build (build/wasm-test: scripts/build.sh wasm-test,
+// with Engine.trap) in place of the shipped one, with the manifest's checksum to match; the rest
+// of the site is web/ itself (linked, not copied).
+export async function startSite(web, { testEngine = false } = {}) {
   const manifest = join(web, 'models', 'manifest.json');
   if (!existsSync(manifest)) throw new Error(`${manifest} is missing: run node scripts/site/build_site.mjs first.`);
-  const server = await serve(web);
+  const folder = testEngine ? siteWithTestEngine(web) : web;
+  const server = await serve(folder);
   const browser = await launchChromium();
   const baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
   return {
@@ -77,8 +83,33 @@ export async function startSite(web) {
     close: async () => {
       await browser.close();
       server.close();
+      if (folder !== web) rmSync(folder, { recursive: true, force: true });
     },
   };
+}
+
+function siteWithTestEngine(web) {
+  const built = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'build', 'wasm-test');
+  const files = ['attention_engine.js', 'attention_engine.wasm'].map((name) => join(built, name));
+  const missing = files.filter((file) => !existsSync(file));
+  if (missing.length) throw new Error(`${missing.join(', ')} missing: run scripts/build.sh wasm-test first.`);
+  const dir = mkdtempSync(join(tmpdir(), 'attention-test-engine-'));
+  // Every entry of web/ linked, except the two folders that change.
+  for (const name of readdirSync(web)) if (name !== 'engine' && name !== 'models') symlinkSync(join(web, name), join(dir, name));
+  for (const folder of ['engine', 'models']) {
+    mkdirSync(join(dir, folder));
+    for (const name of readdirSync(join(web, folder))) {
+      if (folder === 'engine' && name.startsWith('attention_engine.')) continue;
+      if (folder === 'models' && name === 'manifest.json') continue;
+      symlinkSync(join(web, folder, name), join(dir, folder, name));
+    }
+  }
+  for (const file of files) copyFileSync(file, join(dir, 'engine', file.slice(built.length + 1)));
+  const wasm = readFileSync(files[1]);
+  const manifest = JSON.parse(readFileSync(join(web, 'models', 'manifest.json'), 'utf8'));
+  manifest.engine = { ...manifest.engine, bytes: wasm.length, sha256: createHash('sha256').update(wasm).digest('hex') };
+  writeFileSync(join(dir, 'models', 'manifest.json'), JSON.stringify(manifest, null, 2));
+  return dir;
 }
 
 // The article's instrument, as a reader reaches it: wait for "Open the instrument", press it,

@@ -1,5 +1,6 @@
 // An engine that recovers, in Debian's Chromium: a real trap of the wasm instance (Engine.trap
-// executes `unreachable`, bindings.cc) fails the request that met it as an engine error, ends the
+// executes `unreachable`, bindings.cc; only the test build has it, so the site is served with the
+// engine of scripts/build.sh wasm-test) fails the request that met it as an engine error, ends the
 // worker, and the article's next request starts a fresh engine from the Cache API (no new
 // download of the wasm or the model); meanwhile no figure goes blank or falls back to the
 // precomputed example, and afterwards the figures answer the reader's sentence. A trap while
@@ -19,7 +20,7 @@ const LOAD_TIMEOUT_MS = 90000;
 let site;
 
 before(async () => {
-  site = await startSite(web);
+  site = await startSite(web, { testEngine: true });
 });
 
 after(() => site?.close());
@@ -120,6 +121,28 @@ describe('recovery from a trap of the engine', { timeout: 300000 }, () => {
       return { failed: engine.failed, thread: engine.thread };
     });
     assert.deepEqual(engineState, { failed: false, thread: 'worker' });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+  test('a figure on its own (the iframe form) recovers from a trap too, keeping its last sentence meanwhile', async () => {
+    const { page, context, errors } = await site.open('embed.html?widget=row&sentence=The+cat+sat+on+the+mat.&word=cat');
+    await page.locator('attention-row .status[data-mode="live"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
+    const trapped = await page.evaluate(async () => {
+      const engine = await (await import('/engine/engine.js')).getEngine();
+      try {
+        await engine._call('trap', {});
+        return false;
+      } catch (error) {
+        return error.kind === 'engine' && engine.failed;
+      }
+    });
+    assert.equal(trapped, true, 'the trap did not end the engine');
+    const next = 'A new engine draws this sentence.';
+    await page.evaluate((text) => document.querySelector('attention-row').setAttribute('sentence', text), next);
+    await page.waitForFunction((text) => document.querySelector('attention-row').shadowRoot.querySelector('table.bars')?.dataset.sentence === text
+      && document.querySelector('attention-row').shadowRoot.querySelector('.status').dataset.mode === 'live', next, { timeout: LOAD_TIMEOUT_MS });
+    const fresh = await page.evaluate(async () => (await (await import('/engine/engine.js')).getEngine()).failed);
+    assert.equal(fresh, false);
     assert.deepEqual(errors, []);
     await context.close();
   });

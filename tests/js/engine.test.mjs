@@ -318,6 +318,17 @@ describe('the widgets\u2019 engine (getEngine): one API wherever it runs', () =>
     resetSharedEngine();
   });
 
+  test('the engine readers get has no test hooks: it cannot be made to trap on purpose', async () => {
+    resetSharedEngine();
+    const direct = await createEngine(options());
+    assert.equal(direct.hasTestHooks, false, 'build/wasm has Engine.trap: ATTN_TEST_HOOKS is on in the release preset');
+    const client = await getEngine(options());
+    await assert.rejects(client._call('trap', {}), (error) => error.kind === 'input' && /no test hooks/.test(error.message));
+    assert.equal(client.failed, false);
+    assert.ok((await client.analyze('still fine')).n > 2);
+    resetSharedEngine();
+  });
+
   test('tokenize, tokenizeMany and vocabulary agree with the in-thread engine', async () => {
     resetSharedEngine();
     const client = await getEngine(options());

@@ -227,10 +227,13 @@ class Engine {
     return info;
   }
 
+#if ATTN_TEST_HOOKS
   // Executes wasm's `unreachable`, a real trap of this instance, as an out-of-bounds access or an
   // abort would be: the browser test of the page's recovery (tests/browser/recovery.test.mjs)
-  // forces one with it. Nothing else calls it; the core itself never traps on purpose.
+  // forces one with it. Only the test build has it (CMake option ATTN_TEST_HOOKS, preset
+  // wasm-test); the engine the site ships cannot be made to trap on purpose.
   void Trap() const { __builtin_trap(); }
+#endif
 
  private:
   static val TokensToJs(const attn::Encoding& encoding) {
@@ -304,5 +307,8 @@ EMSCRIPTEN_BINDINGS(attention_engine) {
       .function("predictMasked", &Engine::PredictMasked)
       .function("probabilityMasked", &Engine::ProbabilityMasked)
       .function("memoryInfo", &Engine::MemoryInfo)
-      .function("trap", &Engine::Trap);
+#if ATTN_TEST_HOOKS
+      .function("trap", &Engine::Trap)
+#endif
+      ;
 }

@@ -17,6 +17,69 @@ uint32_t ReadU32(const uint8_t* p) {
 
 std::string Num(uint64_t v) { return std::to_string(v); }
 
+// The frequency table stored plainly: one little-endian u16 per symbol, padded to 4 bytes.
+// Sums the frequencies into *total (stopping once past 2^15) and sets out->bytes.
+Status ReadPlainTable(const uint8_t* data, uint64_t bytes, uint32_t alphabet, Header* out, uint32_t* total) {
+  const uint64_t table_bytes = (2 * uint64_t{alphabet} + 3) / 4 * 4;
+  if (8 + table_bytes > bytes) {
+    return Status::Error("rans data is " + Num(bytes) + " bytes, too short for its frequency "
+                         "table of " + Num(alphabet) + " symbols");
+  }
+  for (uint32_t s = 0; s < alphabet; ++s) {
+    out->freq[s] = uint32_t{data[8 + 2 * s]} | uint32_t{data[9 + 2 * s]} << 8;
+    *total += out->freq[s];
+    if (*total > (1u << kProbBits)) break;
+  }
+  out->bytes = 8 + table_bytes;
+  return Status::Ok();
+}
+
+// The Rice-coded frequency table: parameter k, the code's length (a multiple of 4), then per
+// symbol its frequency's high part in unary (ones ended by a zero) and its k low bits, least
+// significant bit first; the padding after the last symbol is zero. Same outputs as above.
+Status ReadCodedTable(const uint8_t* data, uint64_t bytes, uint32_t alphabet, Header* out, uint32_t* total) {
+  if (bytes < 16) {
+    return Status::Error("rans data is " + Num(bytes) + " bytes, too short for a coded "
+                         "frequency table's 16-byte header");
+  }
+  const uint32_t k = ReadU32(data + 8);
+  const uint32_t code_bytes = ReadU32(data + 12);
+  if (k > kMaxRiceParameter || code_bytes % 4 != 0 || 16 + uint64_t{code_bytes} > bytes) {
+    return Status::Error("rans coded frequency table: parameter " + Num(k) + " and " +
+                         Num(code_bytes) + " bytes of code do not fit (parameter at most " +
+                         Num(kMaxRiceParameter) + ", length a multiple of 4 within the " +
+                         Num(bytes) + " bytes of the tensor)");
+  }
+  const uint8_t* code = data + 16;
+  const uint64_t code_bits = uint64_t{code_bytes} * 8;
+  uint64_t at = 0;
+  auto bit = [&]() { const uint32_t b = code[at >> 3] >> (at & 7) & 1u; ++at; return b; };
+  const uint32_t most_high = (1u << kProbBits) >> k;  // no frequency exceeds 2^15
+  for (uint32_t s = 0; s < alphabet; ++s) {
+    uint32_t high = 0;
+    for (;;) {
+      if (at >= code_bits) return Status::Error("rans coded frequency table ends at symbol " + Num(s));
+      if (!bit()) break;
+      if (++high > most_high) {
+        return Status::Error("rans coded frequency table: symbol " + Num(s) + " exceeds 2^15");
+      }
+    }
+    if (at + k > code_bits) return Status::Error("rans coded frequency table ends at symbol " + Num(s));
+    uint32_t low = 0;
+    for (uint32_t b = 0; b < k; ++b) low |= bit() << b;
+    out->freq[s] = high << k | low;
+    *total += out->freq[s];
+    if (*total > (1u << kProbBits)) break;
+  }
+  if (*total <= (1u << kProbBits)) {
+    while (at < code_bits) {
+      if (bit()) return Status::Error("rans coded frequency table: its padding is not zero");
+    }
+  }
+  out->bytes = 16 + uint64_t{code_bytes};
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ReadHeader(const uint8_t* data, uint64_t bytes, Header* out) {
@@ -34,64 +97,13 @@ Status ReadHeader(const uint8_t* data, uint64_t bytes, Header* out) {
   const uint32_t alphabet = 2 * levels + 1;
   out->freq.assign(alphabet, 0);
   uint32_t total = 0;
-  if (!coded) {
-    const uint64_t table_bytes = (2 * uint64_t{alphabet} + 3) / 4 * 4;
-    if (8 + table_bytes > bytes) {
-      return Status::Error("rans data is " + Num(bytes) + " bytes, too short for its frequency "
-                           "table of " + Num(alphabet) + " symbols");
-    }
-    for (uint32_t s = 0; s < alphabet; ++s) {
-      out->freq[s] = uint32_t{data[8 + 2 * s]} | uint32_t{data[9 + 2 * s]} << 8;
-      total += out->freq[s];
-      if (total > (1u << kProbBits)) break;
-    }
-    out->bytes = 8 + table_bytes;
-  } else {
-    // Rice parameter k, the code's length (a multiple of 4), then per symbol its frequency's
-    // high part in unary (ones ended by a zero) and its k low bits, least significant bit first.
-    if (bytes < 16) {
-      return Status::Error("rans data is " + Num(bytes) + " bytes, too short for a coded "
-                           "frequency table's 16-byte header");
-    }
-    const uint32_t k = ReadU32(data + 8);
-    const uint32_t code_bytes = ReadU32(data + 12);
-    if (k > kMaxRiceParameter || code_bytes % 4 != 0 || 16 + uint64_t{code_bytes} > bytes) {
-      return Status::Error("rans coded frequency table: parameter " + Num(k) + " and " +
-                           Num(code_bytes) + " bytes of code do not fit (parameter at most " +
-                           Num(kMaxRiceParameter) + ", length a multiple of 4 within the " +
-                           Num(bytes) + " bytes of the tensor)");
-    }
-    const uint8_t* code = data + 16;
-    const uint64_t code_bits = uint64_t{code_bytes} * 8;
-    uint64_t at = 0;
-    auto bit = [&]() { const uint32_t b = code[at >> 3] >> (at & 7) & 1u; ++at; return b; };
-    const uint32_t most_high = (1u << kProbBits) >> k;  // no frequency exceeds 2^15
-    for (uint32_t s = 0; s < alphabet; ++s) {
-      uint32_t high = 0;
-      for (;;) {
-        if (at >= code_bits) return Status::Error("rans coded frequency table ends at symbol " + Num(s));
-        if (!bit()) break;
-        if (++high > most_high) {
-          return Status::Error("rans coded frequency table: symbol " + Num(s) + " exceeds 2^15");
-        }
-      }
-      if (at + k > code_bits) return Status::Error("rans coded frequency table ends at symbol " + Num(s));
-      uint32_t low = 0;
-      for (uint32_t b = 0; b < k; ++b) low |= bit() << b;
-      out->freq[s] = high << k | low;
-      total += out->freq[s];
-      if (total > (1u << kProbBits)) break;
-    }
-    if (total <= (1u << kProbBits)) {
-      while (at < code_bits) {
-        if (bit()) return Status::Error("rans coded frequency table: its padding is not zero");
-      }
-    }
-    out->bytes = 16 + uint64_t{code_bytes};
-  }
+  const Status table = coded ? ReadCodedTable(data, bytes, alphabet, out, &total)
+                             : ReadPlainTable(data, bytes, alphabet, out, &total);
+  if (!table.ok()) return table;
   if (total != (1u << kProbBits)) {
     return Status::Error("rans frequencies do not sum to " + Num(1u << kProbBits));
   }
+  // Each of the 2^15 slots names its symbol, for the decoder's table lookup.
   out->start.assign(alphabet, 0);
   out->slot_symbol.assign(1u << kProbBits, 0);
   for (uint32_t s = 0, sum = 0; s < alphabet; ++s) {

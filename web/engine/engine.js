@@ -352,7 +352,7 @@ class Memo {
 export function tooLong(text, maxPositions = null) {
   if (text.length <= MAX_TEXT_CHARS) return null;
   const reads = maxPositions ? `the model reads at most ${maxPositions} tokens` : 'far more than the model reads';
-  return `The text is ${text.length.toLocaleString('en-US')} characters long; the instrument takes at most ${MAX_TEXT_CHARS.toLocaleString('en-US')} (${reads}; a longer text is cut at that limit, and the figures say where).`;
+  return `The text is ${text.length.toLocaleString('en-US')} characters long; the page takes at most ${MAX_TEXT_CHARS.toLocaleString('en-US')} (${reads}; a text under that length but longer than the model reads is cut, and the figures say where).`;
 }
 
 function checkText(text, info) {
@@ -406,6 +406,17 @@ export class AttentionEngine {
     this._failure = null;
     this.info = info;
     this.timings = timings;
+  }
+
+  // The split model's shards: {requests, bytes} fetched so far, how many are here, how many
+  // there are and their total size (all zero for a single model file).
+  get shardSummary() {
+    return { ...this.shardStats, loaded: this._loadedShards?.size ?? 0, count: this._shards?.count ?? 0, total: this._shards?.bytes ?? 0 };
+  }
+
+  // Whether the instance has the test build's hooks (bindings.cc, ATTN_TEST_HOOKS).
+  get hasTestHooks() {
+    return typeof this._native.trap === 'function';
   }
 
   // True once the instance trapped: every later call gets the same error.
@@ -607,13 +618,16 @@ export async function runEngineOperation(engine, op, args) {
     case 'probability':
       await engine.ensureRows(args.text, { all: true });
       return engine.probability(args.text, args.position, args.entry, { masked: args.masked, removed: args.removed });
-    case 'shardStats': return { ...engine.shardStats, loaded: engine._loadedShards?.size ?? 0, count: engine._shards?.count ?? 0, total: engine._shards?.bytes ?? 0 };
+    case 'shardStats': return engine.shardSummary;
     case 'memory': return engine.memoryInfo();
     case 'tokenize': return engine.tokenize(args.text, args.maxLength);
     case 'tokenizeMany': return engine.tokenizeMany(args.texts, args.maxLength);
     case 'vocabulary': return engine.vocabulary();
-    // A real trap of the instance, for the recovery test (bindings.cc, Engine::Trap).
-    case 'trap': return engine._nativeCall('trap');
+    // A real trap of the instance, for the recovery test (bindings.cc, Engine::Trap): only the
+    // test build (scripts/build.sh wasm-test) has it; the engine readers get refuses.
+    case 'trap':
+      if (!engine.hasTestHooks) throw new EngineError('input', 'This engine has no test hooks: only the test build (scripts/build.sh wasm-test) can be made to trap.');
+      return engine._nativeCall('trap');
     default: throw new EngineError('engine', `Unknown engine operation ${op}.`);
   }
 }
@@ -941,11 +955,6 @@ function engineHost() {
     })();
   }
   return slot.promise;
-}
-
-// Where the page's engines run: 'worker' or 'main' (Node, or a page without workers).
-export async function engineThread() {
-  return (await engineHost()).thread;
 }
 
 const superseded = () => new EngineError('superseded', 'A newer request replaced this analysis before it ran.');
