@@ -6,10 +6,11 @@
 // lives in the URL hash: a deliberate choice adds a history entry (so the back button walks the
 // reader's choices), typing only replaces the current one, and a link that names a sentence
 // opens the live instrument on exactly that state as soon as the model is ready.
-import { DEFAULT_MANIFEST_URL, getEngine, loadManifest, manifestModel, onEngineProgress } from './engine/engine.js';
+import { DEFAULT_MANIFEST_URL, loadManifest, manifestModel } from './engine/engine.js';
+import { EngineSession, progressText } from './controller.js';
 import { createStore, DEFAULT_STATE, DEFAULT_WORD_TEXT, formatHash, parseHash, PERMALINK_DEFAULTS } from './state.js';
 import { attentionRow, headLabel, rolloutRow, rowStat } from './engine/result.js';
-import { EVENTS, figureView, Latest, progressText } from './widgets/base.js';
+import { EVENTS, figureView, Latest } from './widgets/base.js';
 import { describeModel, headsForToken, labelShare, mechanism, resolveSelection, resultFromExample, rowRelation, rowSummary, SELECTION_RULE, sharpestAndBroadest } from './widgets/data.js';
 import { fmt, fmtWeight, headName, megabytes } from './widgets/dom.js';
 import { loadSetStatistics } from './engine/sets.js';
@@ -42,15 +43,17 @@ const page = {
   manifest: null,
   example: null,        // the precomputed example's result, or null
   exampleModel: null,   // describeModel() of the example's model
-  engine: null,
   model: null,          // describeModel() of what is shown
-  progress: null,
-  error: null,
   liveResult: null,     // the last live result the engine gave
-  restarting: null,     // after a trap, until the new engine is ready: what the figures say
   sources: {},          // the model's address for embed snippets, when it is not the default
   pronouns: null,       // the pronoun study of the set statistics, once downloaded
 };
+// The engine, its download's progress, a failure, a restart after a trap (web/controller.js).
+const session = new EngineSession({
+  options: modelChoice(),
+  expectedBytes: () => (page.manifest ? page.manifest.engine.bytes + (manifestModel(page.manifest, page.manifest.default)?.bytes ?? 0) : 0),
+  onChange: () => render(),
+});
 
 // Query parameters choose another model: ?model=KEY (from the manifest) or ?model-src=URL
 // (same origin only, so a link cannot make the page fetch from elsewhere).
@@ -95,19 +98,19 @@ const vectors = figures.some((figure) => figure.constructor.needsVectors);
 
 // While a trapped engine is replaced, the figures keep the reader's last live result and say why
 // nothing newer is drawn (figureView shows `previous` with the refusal's message).
-const restartingEngine = { analyze: () => Promise.reject(new Error(page.restarting)) };
+const restartingEngine = { analyze: () => Promise.reject(new Error(session.restarting)) };
 
 function viewFor(state) {
-  const restarting = Boolean(state.live && !page.engine && page.restarting && page.liveResult);
-  const live = Boolean(state.live && page.engine) || restarting;
+  const restarting = Boolean(state.live && !session.engine && session.restarting && page.liveResult);
+  const live = Boolean(state.live && session.engine) || restarting;
   return figureView({
-    engine: live ? page.engine ?? restartingEngine : null, example: page.example, previous: page.liveResult, vectors, channel: 'article',
+    engine: live ? session.engine ?? restartingEngine : null, example: page.example, previous: page.liveResult, vectors, channel: 'article',
     sentence: live ? state.sentence : page.example?.text ?? state.sentence,
     // A selection made for another sentence (a permalink still waiting for the model) does not
     // apply to the example.
     selection: (result) => (live || result.text === state.sentence ? state : PERMALINK_DEFAULTS),
     wordText: DEFAULT_WORD_TEXT,
-    model: page.model, progress: page.progress, error: page.error, ready: Boolean(page.engine),
+    model: page.model, progress: session.progress, error: session.error, ready: session.ready,
     showSpecial: state.showSpecial, sources: page.sources,
   });
 }
@@ -140,15 +143,10 @@ async function draw() {
   renderLoader();
   const view = await viewFor(state);
   if (!view || !latest.current(token)) return;
-  if (page.engine?.failed) {
-    // The engine trapped and its worker was ended: the page loads a new one (from the cache)
-    // and draws the reader's state again when it is ready; meanwhile the figures keep the last
-    // live result and say what happened.
-    page.restarting = 'The engine stopped after a failure and is starting again from the cached files; until it is ready the figures show your last sentence.';
-    page.engine = null;
-    startEngine();
-    return;
-  }
+  // The engine trapped and its worker was ended: the session loads a new one (from the cache)
+  // and the page draws the reader's state again when it is ready; meanwhile the figures keep
+  // the last live result and say what happened.
+  if (session.restartIfFailed()) return;
   const mode = pushPending ? 'push' : 'replace';
   pushPending = false;
   if (view.mode === 'live' && view.result && !view.inputError) page.liveResult = view.result;  // kept on screen while a sentence is refused
@@ -199,23 +197,24 @@ function renderLoader() {
   const set = (el, key, value) => {
     if (el[key] !== value) el[key] = value;
   };
-  set(loader.dataset, 'state', page.error ? 'error' : page.engine ? (live ? 'open' : 'ready') : 'loading');
-  const percent = page.engine ? 100 : Math.floor(page.progress?.percent ?? 0);
+  const { engine, error, progress } = session;
+  set(loader.dataset, 'state', error ? 'error' : engine ? (live ? 'open' : 'ready') : 'loading');
+  const percent = engine ? 100 : Math.floor(progress?.percent ?? 0);
   set(progressBar, 'value', percent);
   set(progressBar.dataset, 'percent', String(percent));
   let text;
-  if (page.error) {
-    text = `The live model did not load: ${page.error.message}`;
-  } else if (page.engine) {
-    const t = page.engine.timings;
+  if (error) {
+    text = `The live model did not load: ${error.message}`;
+  } else if (engine) {
+    const t = engine.timings;
     text = `Loaded ${megabytes(t.wasmBytes + t.modelBytes)} (100%). ${live ? 'The figures are live.' : 'The figures below are a precomputed example until you open the instrument.'}`;
   } else {
-    text = progressText(page.progress);
+    text = progressText(progress);
   }
   set(progressLabel, 'textContent', text);
-  set(openButton, 'hidden', !page.engine);
+  set(openButton, 'hidden', !engine);
   set(openButton, 'textContent', live ? 'Go to the instrument' : 'Open the instrument');
-  set(retryButton, 'hidden', !page.error);
+  set(retryButton, 'hidden', !error);
   set(defaultHeadButton, 'hidden', !(live && store.get().layer >= 0));
 }
 
@@ -235,7 +234,7 @@ function facts(view) {
     f.modelName = 'not loaded';
     f.modelNote = ', see the message below.';
   }
-  Object.assign(f, precisionFacts(page.manifest), exampleFacts(page.example), pronounFacts(page.pronouns));
+  Object.assign(f, precisionFacts(page.manifest), downloadFacts(page.manifest), exampleFacts(page.example), pronounFacts(page.pronouns));
   f.selectionRule = SELECTION_RULE;
   const r = view.result;
   if (!r) return f;
@@ -324,6 +323,25 @@ function pronounFacts(study) {
   };
 }
 
+// What the page downloads, in one sentence from the manifest it loaded, so that every size the
+// page quotes elsewhere (the loader line, the precision paragraph) has its place in one account.
+function downloadFacts(manifest) {
+  const entry = manifestModel(manifest, manifest?.default);
+  if (!entry || !manifest.engine?.bytes) return {};
+  const reference = manifestModel(manifest, manifest.precision?.reference)?.bytes;
+  const whole = `the compact model file whole is ${megabytes(entry.bytes)}${reference ? `, its 32-bit original ${megabytes(reference)}` : ''}`;
+  if (!entry.core || !entry.shards) {
+    return { downloads: `What this page downloads: the engine, ${megabytes(manifest.engine.bytes)}, and the model file, ${megabytes(entry.bytes)}${reference ? ` (its 32-bit original is ${megabytes(reference)})` : ''}; later visits read both from your browser\u2019s cache.` };
+  }
+  const s = entry.shards;
+  const first = manifest.engine.bytes + entry.core.bytes + (s.preload?.length ?? 0) * (s.bytes / s.count);
+  return {
+    downloads: `What this page downloads: the engine, ${megabytes(manifest.engine.bytes)}; the model\u2019s core, ${megabytes(entry.core.bytes)} (every weight but the table of word embeddings); `
+      + `and that table\u2019s rows for the words of each sentence, in pieces of ${s.rows_per_shard} rows fetched as they are needed (${s.count.toLocaleString('en-US')} pieces, ${megabytes(s.bytes)} for the whole vocabulary, which only predicting a masked word needs). `
+      + `The first view is about ${megabytes(first)}; ${whole}. Later visits read everything from your browser\u2019s cache.`,
+  };
+}
+
 // The file sizes the precision paragraph quotes, from the manifest the page loaded.
 function precisionFacts(manifest) {
   const p = manifest?.precision;
@@ -343,47 +361,18 @@ function fillFacts(view) {
   }
 }
 
-let progressFrame = 0;
-onEngineProgress((p) => {
-  const totals = (page.progressParts ??= {});
-  totals[p.phase] = p;
-  const parts = Object.values(totals);
-  const loaded = parts.reduce((a, x) => a + x.loaded, 0);
-  const total = parts.reduce((a, x) => a + (x.total || 0), 0);
-  const expected = page.manifest ? page.manifest.engine.bytes + (manifestModel(page.manifest, page.manifest.default)?.bytes ?? 0) : 0;
-  const denominator = Math.max(total, parts.length < 2 ? expected : 0);
-  page.progress = { loaded, total: denominator, percent: denominator ? Math.min(100, (100 * loaded) / denominator) : 0 };
-  if (!progressFrame) {
-    progressFrame = requestAnimationFrame(() => {
-      progressFrame = 0;
-      render();
-    });
-  }
-});
-
-function startEngine() {
-  page.error = null;
-  page.progress = null;
-  page.progressParts = {};
+async function startEngine() {
+  if (session.options.modelUrl) page.sources = { 'model-src': session.options.modelUrl };
+  const engine = await session.start();
+  if (!engine) return;
+  page.model = describeModel(engine.info);
+  performance.mark('attention:engine-ready');
   render();
-  const choice = modelChoice();
-  if (choice.modelUrl) page.sources = { 'model-src': choice.modelUrl };
-  getEngine(choice).then((engine) => {
-    page.engine = engine;
-    page.restarting = null;
-    page.model = describeModel(engine.info);
-    performance.mark('attention:engine-ready');
-    render();
-    if (permalink && !store.get().live) openPermalink();
-  }, (error) => {
-    page.error = { message: error.message, kind: error.kind };
-    page.restarting = null;
-    render();
-  });
+  if (permalink && !store.get().live) openPermalink();
 }
 
 async function openInstrument() {
-  if (!page.engine) return;
+  if (!session.engine) return;
   store.set({ live: true });
   const target = document.getElementById('instrument');
   target.scrollIntoView({ behavior: matchMedia('(prefers-reduced-motion: reduce)').matches ? 'auto' : 'smooth', block: 'start' });

@@ -65,7 +65,7 @@ describe('bounded work', { timeout: 300000 }, () => {
     assert.equal(outcome.kept, 1048576, 'the paste was cut');
     assert.equal(await shownSentence(page), before, 'the figures lost the last sentence');
     assert.equal(await page.evaluate(() => location.hash), hashBefore, 'the paste reached the URL');
-    assert.match(await instrumentText(page), /1,048,576 characters long; the instrument takes at most 20,000/);
+    assert.match(await instrumentText(page), /1,048,576 characters long; the page takes at most 20,000/);
     assert.deepEqual(errors, []);
     await context.close();
   });
@@ -78,7 +78,7 @@ describe('bounded work', { timeout: 300000 }, () => {
     await page.fill('#sentence', tooLong);
     await page.press('#sentence', 'Enter');
     await page.waitForFunction(() => /characters long/.test(document.getElementById('yours').textContent));
-    assert.match(await page.locator('#yours').textContent(), /21,000 characters long; a post takes sentences of up to 20,000/);
+    assert.match(await page.locator('#yours').textContent(), /21,000 characters long; the page takes at most 20,000/);
     assert.equal((await page.inputValue('#sentence')).length, tooLong.length, 'the box cut the paste');
     assert.equal(await page.evaluate(() => location.hash), hashBefore);
     // A long sentence the engine takes goes into the link and reads back from it (one limit for

@@ -222,6 +222,49 @@ describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, (
     await context.close();
   });
 
+  test('Figure 1 without [CLS] and [SEP]: the heatmaps leave them out, and a cell still reads its own tokens\u2019 weight', async () => {
+    const { context, page, errors } = await openLive();
+    const shown = await shownRow(page);
+    const { n, tokens } = await engineCell(page, { ...shown, row: 0, column: 0 });
+    await page.locator('#instrument label.options input[type="checkbox"]').uncheck();
+    const sizes = await page.locator('#instrument').evaluate((el) => ({
+      small: [...el.shadowRoot.querySelectorAll('button.cell canvas')].map((c) => [c.width, c.height]),
+      zoom: [el.shadowRoot.querySelector('.zoom canvas').width, el.shadowRoot.querySelector('.zoom canvas').height],
+      labels: [...el.shadowRoot.querySelectorAll('.zoom .cols span')].map((x) => x.textContent),
+    }));
+    assert.ok(sizes.small.every(([w, h]) => w === n - 2 && h === n - 2), `small heatmaps of ${JSON.stringify(sizes.small[0])} for ${n} tokens`);
+    assert.deepEqual(sizes.zoom, [n - 2, n - 2]);
+    assert.deepEqual(sizes.labels, tokens.slice(1, -1));
+    // The top left cell is now the first word reading the first word (tokens 1 and 1).
+    const target = { layer: 1, head: 2 };
+    const canvas = page.locator(`#instrument button.cell[data-layer="${target.layer}"][data-head="${target.head}"] canvas`);
+    await page.mouse.move(5, 5);
+    await page.waitForTimeout(300);
+    const point = cellPoint(await canvas.boundingBox(), n - 2, 0, n - 3);
+    await page.mouse.move(point.x, point.y, { steps: 2 });
+    const cell = { ...target, row: 1, column: n - 2 };
+    assertReading(await readoutOf(page, '#instrument'), await engineCell(page, { sentence: shown.sentence, ...cell }), cell, 'a cell of a heatmap without [CLS] and [SEP]');
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('on a phone, a tapped word brings its changed row chart into view', async () => {
+    const { context, page, errors } = await openLive({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true });
+    const chips = page.locator('#instrument button.chip:not(.special)');
+    await chips.first().scrollIntoViewIfNeeded();
+    const before = await page.locator('#instrument table.bars').evaluate((t) => t.getBoundingClientRect().top);
+    assert.ok(before > 844 * 0.8, `the test needs the chart below the screen after the chips (its top is at ${before} px)`);
+    const word = await chips.nth(2).textContent();
+    await chips.nth(2).tap();
+    await page.waitForFunction((text) => {
+      const table = document.getElementById('instrument').shadowRoot.querySelector('table.bars');
+      const top = table.getBoundingClientRect().top;
+      return table.caption?.textContent.includes(`\u201c${text}\u201d`) && top >= 0 && top < innerHeight * 0.5;
+    }, word, { timeout: 10000 });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
   test('Figure 5: every panel carries its tokens, and a tap on a column reads its weight', async () => {
     const { context, page, errors } = await openLive({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true });
     const shown = await shownRow(page);

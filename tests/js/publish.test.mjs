@@ -50,3 +50,29 @@ test('a publish list that names paths outside its folder deletes nothing outside
   publish({ out, quiet: true });
   assert.equal(readFileSync(outside, 'utf8'), 'keep');
 });
+
+test('the README\u2019s table of published files gives their sizes within 10% (or 2 kB)', () => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const table = readme.slice(readme.indexOf('**Publishing.**'), readme.indexOf('A reader\u2019s first view through an embed'.replace('\u2019', "'")));
+  const out = join(scratch, 'sizes');
+  const { files } = publish({ out, quiet: true });
+  const size = (path) => files.filter((f) => f.path === path || (path.endsWith('/*.bin') && f.path.startsWith(path.slice(0, -5)) && f.path.endsWith('.bin')))
+    .reduce((a, f) => a + f.bytes, 0);
+  const toBytes = (value, unit) => Number(value) * (unit === 'MB' ? 1e6 : 1e3);
+  let checked = 0;
+  for (const line of table.split('\n').filter((l) => l.startsWith('| `') && !l.includes('--precision'))) {
+    const [, names, sizes] = line.split('|').map((c) => c.trim());
+    const paths = [...names.matchAll(/`([^`]+)`/g)].map((m) => m[1]);
+    const stated = [...sizes.matchAll(/([\d.]+)(?: \+ ([\d.]+))? (MB|kB)/g)][0];
+    assert.ok(stated, `no size in: ${line}`);
+    const parts = stated[2] ? [stated[1], stated[2]] : [stated[1]];
+    const claimed = parts.map((v) => toBytes(v, stated[3]));
+    const actual = parts.length === paths.length ? paths.map(size) : [paths.reduce((a, p) => a + size(p), 0)];
+    assert.equal(claimed.length, actual.length, line);
+    claimed.forEach((c, k) => {
+      assert.ok(Math.abs(c - actual[k]) <= Math.max(0.1 * actual[k], 2000), `${paths.join(', ')}: the README says ${c} bytes, publish writes ${actual[k]}`);
+      checked += 1;
+    });
+  }
+  assert.ok(checked >= 9, `only ${checked} sizes checked`);
+});

@@ -1,45 +1,39 @@
-// What the series' posts share: the page's engine (the article's getEngine, so one download
-// serves every page and figure), a status line with download progress, the state in the URL
-// hash (read as data only, never as markup), the set statistics the site build computed, and the
-// core's head counts summed over the loaded model's results. Text always reaches the page as
-// text nodes (h() from dom.js).
-import { getEngine, onEngineProgress } from '../engine/engine.js';
+// What the series' posts share: the page's engine through the pages' one controller
+// (web/controller.js: one download serves every page and figure; progress; the state in the URL
+// hash, read as data only, never as markup; the refusal of an empty or too long text), the set
+// statistics the site build computed, and the core's head counts summed over the loaded model's
+// results. Text always reaches the page as text nodes (h() from dom.js).
 import { loadSetStatistics } from '../engine/sets.js';
-import { formatHashState, MAX_LINK_TEXT, readHashState } from '../state.js';
+import { EngineSession, progressText, readHash, textRefusal, writeHash } from '../controller.js';
 import { headLabel } from '../engine/result.js';
-import { describeModel, FIXED_LABELS, POSITIONAL_LABELS } from '../widgets/data.js';
-import { fmt, h, megabytes } from '../widgets/dom.js';
+import { describeModel, FIXED_LABELS, modelPhrase, POSITIONAL_LABELS } from '../widgets/data.js';
+import { fmt, h } from '../widgets/dom.js';
 
-// The state a post keeps in its hash, through the pages' one codec (web/state.js): keys
-// {name: 'text' | 'index'}.
-export const readHash = (keys) => readHashState(location.hash, keys);
+export { readHash, writeHash };
 
-export function writeHash(state, { push = false } = {}) {
-  const hash = formatHashState(state);
-  if (hash !== location.hash) history[push ? 'pushState' : 'replaceState'](null, '', hash);
-}
-
-// The engine, with the download's progress and the model's description in `status` (an element).
-export async function loadEngine(status) {
-  const say = (text, state) => {
-    status.textContent = text;
-    status.dataset.state = state;
-  };
-  say('Loading the engine and the model\u2026', 'loading');
-  const stop = onEngineProgress((p) => {
-    if (status.dataset.state === 'loading') say(`Loading the model: ${megabytes(p.loaded)}${p.total ? ` of ${megabytes(p.total)}` : ''}\u2026`, 'loading');
+// The engine, with the download's progress and the model's description in `status` (an element);
+// a failure says so there with a button that tries again. Resolves once the engine is ready.
+export function loadEngine(status) {
+  return new Promise((resolve) => {
+    const say = (text, state, retry = null) => {
+      status.replaceChildren(text, ...(retry ? [' ', h('button', { type: 'button', text: 'Retry', on: { click: retry } })] : []));
+      status.dataset.state = state;
+    };
+    const attempt = async () => {
+      const engine = await session.start();
+      if (!engine) return;
+      const model = describeModel(engine.info);
+      say(`Computed in your browser by ${modelPhrase(model)}.`, 'live');
+      resolve({ engine, model });
+    };
+    const session = new EngineSession({
+      onChange: (s) => {
+        if (s.error) say(`The model did not load: ${s.error.message}`, 'error', attempt);
+        else if (!s.engine) say(progressText(s.progress), 'loading');
+      },
+    });
+    attempt();
   });
-  try {
-    const engine = await getEngine();
-    const model = describeModel(engine.info);
-    say(`Computed in your browser by ${model.name} (${model.note}).`, 'live');
-    return { engine, model };
-  } catch (error) {
-    say(`The model did not load: ${error.message} Reload the page to try again.`, 'error');
-    throw error;
-  } finally {
-    stop();
-  }
 }
 
 // Every result of `texts`, in order (the engine queues them; a memo answers repeats).
@@ -129,23 +123,17 @@ export function fillFacts(root, facts) {
 }
 
 // A sentence box with a submit button; `onSubmit(text)` gets what the reader typed, as data. An
-// empty text, or one longer than a link holds (MAX_LINK_TEXT), is refused in `error` (the
-// caller places it), with `emptyMessage` or the length, and onSubmit is not called; nothing the
-// reader pasted is cut.
-export function sentenceForm({ value, label = 'Your sentence', onSubmit, emptyMessage }) {
+// empty text, or one longer than the engine takes and a link holds, is refused in `error` (the
+// caller places it) in the controller's words followed by `keeps` (what stays on screen), and
+// onSubmit is not called; nothing the reader pasted is cut.
+export function sentenceForm({ value, label = 'Your sentence', onSubmit, keeps = 'The table below still shows the last one.' }) {
   const error = h('p.error-line', { role: 'status' });
   const input = h('input', { type: 'text', id: 'sentence', value, autocomplete: 'off', spellcheck: 'false' });
   const submit = (e) => {
     e.preventDefault();
-    if (!input.value.trim()) {
-      error.textContent = emptyMessage;
-      return;
-    }
-    if (input.value.length > MAX_LINK_TEXT) {
-      error.textContent = `This text is ${input.value.length.toLocaleString('en-US')} characters long; a post takes sentences of up to ${MAX_LINK_TEXT.toLocaleString('en-US')} (its link holds the sentence). The table below still shows the last one.`;
-      return;
-    }
-    onSubmit(input.value);
+    const refusal = textRefusal(input.value, keeps);
+    error.textContent = refusal ?? '';
+    if (!refusal) onSubmit(input.value);
   };
   const form = h('form.sentence', { on: { submit } },
     h('label', { for: 'sentence', text: label }), h('span.row', {}, input, h('button', { type: 'submit', text: 'Analyse' })));
@@ -160,7 +148,6 @@ export async function analyzeReadersSentence({ engine, hash, slot, redraw, curre
   const sentence = readHash(hash).s ?? fallback;
   const { form, error } = sentenceForm({
     value: sentence,
-    emptyMessage: 'Type a sentence first: an empty one has no words, only [CLS] and [SEP]. The table below still shows the last one.',
     onSubmit: (text) => {
       writeHash({ s: text }, { push: true });
       redraw();

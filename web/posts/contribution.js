@@ -128,7 +128,7 @@ async function drawYours(engine) {
   const sort = SORTS.includes(state.o) ? state.o : SORTS[0];
   const { form, error } = sentenceForm({
     value: sentence,
-    emptyMessage: 'Type a sentence first: an empty one has no words to mask. The figures below still show the last one.',
+    keeps: 'The figures below still show the last one.',
     onSubmit: (text) => {
       writeHash({ s: text, o: readHash(HASH).o }, { push: true });
       drawYours(engine);

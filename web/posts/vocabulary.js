@@ -126,14 +126,7 @@ function drawGroups(survival, causes) {
 
 async function main() {
   const { engine } = await loadEngine(status);
-  let tokenizer;
-  try {
-    tokenizer = await tokenizerOf(engine);
-  } catch (error) {
-    status.textContent = error.message;
-    status.dataset.state = 'error';
-    return;
-  }
+  const tokenizer = tokenizerOf(engine);
   const vocab = await tokenizer.vocabulary();
   const unkId = vocab.indexOf('[UNK]');
   const playgroundDone = drawPlayground(tokenizer, unkId);

@@ -8,7 +8,7 @@
 // Attention is read from the masked sentence, the one whose prediction is measured.
 // Attributes as <attention-prediction>'s (sentence, word, autoload); `sort`: attention|effect|head.
 import { AttentionFigure, ATTRIBUTES, define, Latest } from './base.js';
-import { getEngine, isSuperseded } from '../engine/engine.js';
+import { isSuperseded } from '../engine/engine.js';
 import { attentionRow, ROLE } from '../engine/result.js';
 import { CONTROLS_CSS, TokenChips } from './controls.js';
 import { fmt, fmtProbability, h, headShort, setText } from './dom.js';
@@ -210,7 +210,7 @@ class AttentionContribution extends AttentionFigure {
       p.start.textContent = label;
       p.start.hidden = false;
       // The size of what the first measurement fetches, from the engine's manifest.
-      Promise.resolve(this._standalone?.engine ?? getEngine()).then(vocabularyDownload).then((note) => {
+      this.figureEngine().then(vocabularyDownload).then((note) => {
         if (p.start.textContent === label && note) p.start.textContent = `${label} (the first measurement ${note})`;
       }, () => {});
     }
@@ -221,7 +221,7 @@ class AttentionContribution extends AttentionFigure {
     const p = this._parts;
     if (!view?.result || !p || view.mode !== 'live' || !wholeWord(view.result, view.token)) return;
     const ticket = this._measureLatest.next();
-    const engine = this._standalone?.engine ?? (await getEngine());
+    const engine = await this.figureEngine();
     let measured;
     try {
       measured = await measureContribution(engine, view.result, view.token, { onStatus: (text) => { if (this._measureLatest.current(ticket)) setText(p.note, text); } });

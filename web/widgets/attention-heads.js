@@ -76,9 +76,10 @@ class AttentionHeads extends AttentionFigure {
         if (b.token >= 0) panel.rects[b.columns.indexOf(b.token)]?.setAttribute('class', 'col');
         panel.rects[b.columns.indexOf(token)]?.setAttribute('class', 'col self');
         panel.button.dataset.ratio = String(x.ratio_to_uniform);
-        panel.button.setAttribute('aria-label', `${labelledHeadName(result, x.layer, x.head)}: favours ${result.tokens[x.argmax].text} with ${fmt(x.max, 3)}, ratio to uniform ${fmt(x.ratio_to_uniform, 2)}`);
         setText(panel.ratio, `\u00d7${fmt(x.ratio_to_uniform, 1)}`);
         setText(panel.fav, `\u2192 ${result.tokens[x.argmax].text} ${fmt(x.max, 2)}`);
+        // The panel's name is its visible text (WCAG's "label in name"); its description says it in words.
+        setText(panel.description, `${labelledHeadName(result, x.layer, x.head)}: favours ${result.tokens[x.argmax].text} with ${fmt(x.max, 3)}, ratio to uniform ${fmt(x.ratio_to_uniform, 2)}`);
       });
       b.group.setAttribute('aria-label', `The row of ${word} in all ${heads.length} heads`);
       // A column read for another token is not this token's: the readout goes back to the selection.
@@ -154,16 +155,17 @@ class AttentionHeads extends AttentionFigure {
         const profile = headLabel(result, layer, head);
         const ratio = h('span');
         const fav = h('span.fav', { title: profile ? `head profile over the sentence: ${profile}` : undefined });
+        const description = h('span.visually-hidden', { id: `${this.channel}-head-${k}` });
         const button = h('button.multiple', {
-          type: 'button', 'aria-pressed': 'false', dataset: { index: String(k), layer: String(layer), head: String(head) },
+          type: 'button', 'aria-pressed': 'false', 'aria-describedby': description.id, dataset: { index: String(k), layer: String(layer), head: String(head) },
         },
         h('span.title', {}, h('b', { text: headShort(layer, head) }), h('span.label', { text: shortHeadLabel(profile), title: profile || undefined }), ratio),
         chart,
         fav);
-        panels.push({ button, rects, ratio, fav, plot: chart, labels: axis ? [...axis.children] : [] });
+        panels.push({ button, description, rects, ratio, fav, plot: chart, labels: axis ? [...axis.children] : [] });
       }
     }
-    const group = h('div.multiples', { role: 'group', style: { '--heads': String(result.heads) } }, panels.map((p) => p.button));
+    const group = h('div.multiples', { role: 'group', style: { '--heads': String(result.heads) } }, panels.map((p) => p.button), panels.map((p) => p.description));
     group.addEventListener('click', (event) => {
       const button = event.target.closest?.('button.multiple');
       if (button) this.select({ layer: Number(button.dataset.layer), head: Number(button.dataset.head) });

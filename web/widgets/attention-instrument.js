@@ -14,6 +14,7 @@ import { TokenChips } from './controls.js';
 import { CellReadout, partAt } from './readout.js';
 import { PRESETS } from '../state.js';
 import { tooLong } from '../engine/engine.js';
+import { textRefusal } from '../controller.js';
 
 const INPUT_DELAY_MS = 300;
 // Above this many tokens the enlarged heatmap's rows are too thin for their labels; the readout
@@ -116,8 +117,23 @@ class AttentionInstrument extends AttentionFigure {
       return;
     }
     this.frame(view);
-    if (this._built !== view.result) this.build(view);
+    if (this._built !== view.result || this._axis?.showSpecial !== view.showSpecial) this.build(view);
     this.update(view);
+    if (this._revealChart) {
+      this._revealChart = false;
+      this.revealChart();
+    }
+  }
+
+  // Scrolls the row's chart up into view when its top is below the screen's lower fifth (a
+  // phone's one-column layout); on a wide screen it is beside the chips and nothing moves.
+  revealChart() {
+    const chart = this.chart?.el;
+    if (!chart || typeof innerHeight !== 'number') return;
+    const box = chart.getBoundingClientRect();
+    if (box.top < innerHeight * 0.8) return;
+    const reduce = typeof matchMedia === 'function' && matchMedia('(prefers-reduced-motion: reduce)').matches;
+    chart.scrollIntoView({ block: 'start', behavior: reduce ? 'auto' : 'smooth' });
   }
 
   // The parts that outlive a sentence (the sentence box keeps focus while the reader types).
@@ -145,7 +161,12 @@ class AttentionInstrument extends AttentionFigure {
     this.chipList = new TokenChips({
       label: 'Tokens of the sentence, grouped by word. Arrow keys move between them.',
       grouped: true, roving: true,
-      onSelect: (patch) => this.select(patch),
+      onSelect: (patch) => {
+        // On a narrow screen the row's chart sits below the heatmaps, a screen or more down:
+        // after a chip is chosen, the chart that changed is brought into view (once drawn).
+        this._revealChart = true;
+        this.select(patch);
+      },
       onKey: (event, i) => this.onChipKey(event, i),
     });
     this.pickerSlot = h('div.picker', { role: 'group', 'aria-label': 'Layer and head. Arrow keys move between them.' });
@@ -224,6 +245,14 @@ class AttentionInstrument extends AttentionFigure {
     this._built = result;
     this._shown = {};
     this.cells = [];
+    // The tokens along the heatmaps' axes: all of them, or without [CLS] and [SEP] when the
+    // reader hides them (as the chips and the bars do). list: their positions in the result;
+    // at[j]: token j's place on the axis, -1 when hidden; m: how many.
+    const list = result.tokens.map((_, j) => j).filter((j) => view.showSpecial || !isSpecial(result.roles, j));
+    const at = new Int32Array(result.n).fill(-1);
+    list.forEach((j, k) => { at[j] = k; });
+    this._axis = { showSpecial: view.showSpecial, list, at, m: list.length };
+    const m = list.length;
     const picker = this.pickerSlot;
     picker.style.setProperty('--heads', String(result.heads));
     const children = [h('span')];
@@ -232,8 +261,8 @@ class AttentionInstrument extends AttentionFigure {
       children.push(h('span.axis', { text: `L${layer + 1}`, 'aria-hidden': 'true' }));
       for (let head = 0; head < result.heads; ++head) {
         const canvas = h('canvas', { 'aria-hidden': 'true' });
-        paintWeights(canvas, result.n, result.n, attentionMatrix(result, layer, head));
-        const marker = h('span.marker', { 'aria-hidden': 'true', style: { height: `calc(100% / ${result.n})` } });
+        paintWeights(canvas, m, m, this.axisMatrix(result, layer, head));
+        const marker = h('span.marker', { 'aria-hidden': 'true', style: { height: `calc(100% / ${m})` } });
         // The head's label, visible under its heatmap (not only in aria-label).
         const label = headLabel(result, layer, head);
         const cell = h('button.cell', {
@@ -245,16 +274,38 @@ class AttentionInstrument extends AttentionFigure {
     }
     picker.replaceChildren(...children);
     const z = this.zoom;
-    const dense = result.n > MAX_LABELLED;
+    const dense = m > MAX_LABELLED;
     z.el.classList.toggle('dense', dense);
-    z.grid.style.setProperty('--n', String(result.n));
-    const labels = () => (dense ? [] : result.tokens.map((t, j) => h(`span${isSpecial(result.roles, j) ? '.special' : ''}`, { text: t.text, title: t.text })));
+    z.grid.style.setProperty('--n', String(m));
+    const labels = () => (dense ? [] : list.map((j) => h(`span${isSpecial(result.roles, j) ? '.special' : ''}`, { text: result.tokens[j].text, title: result.tokens[j].text })));
     z.cols.replaceChildren(...labels());
     z.rows.replaceChildren(...labels());
-    z.marker.style.height = `calc(100% / ${result.n})`;
-    z.probe.style.width = `calc(100% / ${result.n})`;
-    z.probe.style.height = `calc(100% / ${result.n})`;
+    z.marker.style.height = `calc(100% / ${m})`;
+    z.probe.style.width = `calc(100% / ${m})`;
+    z.probe.style.height = `calc(100% / ${m})`;
     z.painted = null;
+  }
+
+  // The head's matrix restricted to the axis's tokens (the whole matrix when nothing is hidden).
+  axisMatrix(result, layer, head) {
+    const full = attentionMatrix(result, layer, head);
+    const { list, m } = this._axis;
+    if (m === result.n) return full;
+    const out = new Float32Array(m * m);
+    for (let r = 0; r < m; ++r) for (let c = 0; c < m; ++c) out[r * m + c] = full[list[r] * result.n + list[c]];
+    return out;
+  }
+
+  // A token's place on the heatmaps as a CSS offset, or null where it is hidden.
+  axisOffset(token) {
+    const k = this._axis.at[token];
+    return k < 0 ? null : `calc(100% * ${k / this._axis.m})`;
+  }
+
+  placeMarker(marker, token) {
+    const top = this.axisOffset(token);
+    marker.hidden = top === null;
+    if (top !== null) marker.style.top = top;
   }
 
   // The selected head's heatmap, large, with the tokens along both sides (built once).
@@ -293,8 +344,11 @@ class AttentionInstrument extends AttentionFigure {
   probeAt(canvas, event, layer, head, source) {
     const { result } = this.view;
     const box = canvas.getBoundingClientRect();
-    const row = partAt(box.top, box.height, result.n, event.clientY);
-    const column = partAt(box.left, box.width, result.n, event.clientX);
+    const { list, m } = this._axis;
+    const rowAt = partAt(box.top, box.height, m, event.clientY);
+    const columnAt = partAt(box.left, box.width, m, event.clientX);
+    const row = rowAt < 0 ? -1 : list[rowAt];
+    const column = columnAt < 0 ? -1 : list[columnAt];
     if (row < 0 || column < 0) {
       // On the head's label under its heatmap: the head, read at the selected token.
       if (source === 'pointer') this.readout.set(result, { layer, head, source });
@@ -317,14 +371,15 @@ class AttentionInstrument extends AttentionFigure {
     const move = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0], Home: [0, -Infinity], End: [0, Infinity] }[event.key];
     if (!move || !v?.result) return;
     event.preventDefault();
-    const n = v.result.n;
+    // Moves are along the axis, so hidden [CLS] and [SEP] are skipped.
+    const { list, at, m } = this._axis;
     const p = this.readout.probe;
     const same = p && p.layer === v.layer && p.head === v.head && p.row !== null && p.column !== null;
     const reading = this.showReadout();
     const row = same ? p.row : reading?.row ?? v.token;
-    const column = same ? p.column : reading?.column ?? 0;
-    const clamp = (x) => Math.min(n - 1, Math.max(0, x));
-    this.readout.set(v.result, { layer: v.layer, head: v.head, row: clamp(row + move[0]), column: clamp(column + move[1]), source: 'keyboard' });
+    const column = same ? p.column : reading?.column ?? list[0];
+    const step = (token, by) => list[Math.min(m - 1, Math.max(0, Math.max(0, at[token]) + by))];
+    this.readout.set(v.result, { layer: v.layer, head: v.head, row: step(row, move[0]), column: step(column, move[1]), source: 'keyboard' });
     this.showReadout();
   }
 
@@ -334,18 +389,20 @@ class AttentionInstrument extends AttentionFigure {
     if (!v?.result || !this.readout) return null;
     const reading = this.readout.render(v.result, v);
     const z = this.zoom;
-    const onZoom = this.readout.probe && reading.layer === v.layer && reading.head === v.head;
+    const top = reading.row === null || reading.row === undefined ? null : this.axisOffset(reading.row);
+    const left = reading.column === null || reading.column === undefined ? null : this.axisOffset(reading.column);
+    const onZoom = this.readout.probe && reading.layer === v.layer && reading.head === v.head && top !== null && left !== null;
     z.probe.hidden = !onZoom;
     if (onZoom) {
-      z.probe.style.top = `calc(100% * ${reading.row / v.result.n})`;
-      z.probe.style.left = `calc(100% * ${reading.column / v.result.n})`;
+      z.probe.style.top = top;
+      z.probe.style.left = left;
     }
     // The row's and the column's tokens in bold, where the reading is of the head shown large.
     const shown = reading.layer === v.layer && reading.head === v.head;
     for (const [axis, index] of [['rows', reading.row], ['cols', reading.column]]) {
       const box = z[axis];
       const old = box.querySelector('.on');
-      const now = shown ? box.children[index] : null;
+      const now = shown && index !== null && index !== undefined ? box.children[this._axis.at[index]] ?? null : null;
       if (old !== now) {
         old?.classList.remove('on');
         now?.classList.add('on');
@@ -360,14 +417,14 @@ class AttentionInstrument extends AttentionFigure {
     const z = this.zoom;
     const key = `${layer},${head}`;
     if (z.painted !== key) {
-      paintWeights(z.canvas, result.n, result.n, attentionMatrix(result, layer, head));
+      paintWeights(z.canvas, this._axis.m, this._axis.m, this.axisMatrix(result, layer, head));
       z.painted = key;
       const label = headLabel(result, layer, head);
-      const unlabelled = result.n > MAX_LABELLED ? ` (${result.n} tokens, too many to label: point at or tap a cell to read its tokens)` : '';
+      const unlabelled = this._axis.m > MAX_LABELLED ? ` (${this._axis.m} tokens, too many to label: point at or tap a cell to read its tokens)` : '';
       setText(z.title, `${headShort(layer, head)}${label ? ` ${label}` : ''} enlarged: each row reads the columns${unlabelled}`);
       z.map.setAttribute('aria-label', `The attention matrix of ${labelledHeadName(result, layer, head)}, enlarged. Arrow keys move between its cells; the line under the small heatmaps reads the cell.`);
     }
-    z.marker.style.top = `calc(100% * ${token / result.n})`;
+    this.placeMarker(z.marker, token);
   }
 
   // What a selection changes: the pressed chip and head, the markers, the row's bars and facts.
@@ -399,8 +456,10 @@ class AttentionInstrument extends AttentionFigure {
       }
       if (tokenChanged) {
         const s = rowStat(result, c.layer, c.head, token);
-        c.cell.setAttribute('aria-label', `${labelledHeadName(result, c.layer, c.head)}: ratio to uniform ${fmt(s.ratio_to_uniform, 2)} for ${result.tokens[token].text}`);
-        c.marker.style.top = `calc(100% * ${token / result.n})`;
+        // The name starts with the tile's visible text (its short label), as WCAG's "label in name" asks.
+        const tag = shortHeadLabel(headLabel(result, c.layer, c.head));
+        c.cell.setAttribute('aria-label', `${tag ? `${tag}: ` : ''}${labelledHeadName(result, c.layer, c.head)}, ratio to uniform ${fmt(s.ratio_to_uniform, 2)} for ${result.tokens[token].text}`);
+        this.placeMarker(c.marker, token);
       }
     }
     if (focusInChips && active !== this.chipList.chips[token]) this.chipList.chips[token].focus();
@@ -484,14 +543,12 @@ class AttentionInstrument extends AttentionFigure {
   commitSentence(transient = false) {
     clearTimeout(this._timer);
     const sentence = this.input.value;
-    // An empty sentence is only [CLS] and [SEP]: say what to type and keep the figures.
-    if (!sentence.trim()) {
-      if (!transient) setText(this.inputError, 'Type a sentence first: an empty one has no words, only [CLS] and [SEP]. The figures still show the last sentence.');
-      return;
-    }
-    const refusal = tooLong(sentence);
+    // An empty sentence is only [CLS] and [SEP], a huge one more than the engine takes: say what
+    // to do and keep the figures (web/controller.js words both). A pause in typing an empty box
+    // says nothing yet.
+    const refusal = textRefusal(sentence, 'The figures still show the last sentence.');
     if (refusal) {
-      setText(this.inputError, `${refusal} Shorten it to analyse it; the figures still show the last sentence.`);
+      if (!transient || sentence.trim()) setText(this.inputError, refusal);
       return;
     }
     // A sentence already asked for (its analysis still running) is not asked for again, unless

@@ -6,7 +6,7 @@
 // it the first prediction waits for the reader, since on the split model it needs the whole
 // word-embedding table, about 15 MB, which is never fetched at page load).
 import { AttentionFigure, ATTRIBUTES, define, Latest } from './base.js';
-import { currentEngine, getEngine, isSuperseded } from '../engine/engine.js';
+import { isSuperseded } from '../engine/engine.js';
 import { ROLE } from '../engine/result.js';
 import { CONTROLS_CSS, TokenChips } from './controls.js';
 import { fmt, fmtProbability, h, megabytes, setText } from './dom.js';
@@ -91,10 +91,6 @@ class AttentionPrediction extends AttentionFigure {
     return this.attributeValue(ATTRIBUTES.removed, '');
   }
 
-  async engine() {
-    return this._standalone?.engine ?? (await (currentEngine() ?? getEngine()));
-  }
-
   render(view) {
     if (!this.hasResult(view)) {
       this._parts = null;
@@ -137,7 +133,7 @@ class AttentionPrediction extends AttentionFigure {
       p.start.textContent = label;
       p.start.hidden = false;
       // The size of what the first prediction fetches, from the engine's manifest.
-      this.engine().then(vocabularyDownload).then((note) => {
+      this.figureEngine().then(vocabularyDownload).then((note) => {
         if (p.start.textContent === label && note) p.start.textContent = `${label} (the first prediction ${note})`;
       }, () => {});
     }
@@ -155,7 +151,7 @@ class AttentionPrediction extends AttentionFigure {
     const { result, token } = view;
     const removed = this.removed;
     const ticket = this._predictLatest.next();
-    const engine = await this.engine();
+    const engine = await this.figureEngine();
     const original = result.tokens[token];
     let list;
     let found;

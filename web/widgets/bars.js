@@ -158,13 +158,6 @@ export function revealRow(scroller, row) {
   });
 }
 
-// The chart of one row as a new table (for callers that draw it once).
-export function rowChart(options) {
-  const chart = new RowChart(options);
-  chart.update(options);
-  return chart.table;
-}
-
 // The legend under a chart: what a bar's length is, and the uniform line. track: the chart
 // draws its bars on tracks from 0 to 1 (RowChart's track).
 export function barLegend(row, scaleMax = barScale(row), label = null, { track = false } = {}) {

@@ -7,10 +7,11 @@
 // The article hands every figure the same view. Readers' choices leave a figure as events
 // (bubbling out of the shadow root) so that the page's state decides what happens. Under the
 // body every figure has a toolbar: the code to embed it as it is now, and SVG and PNG downloads.
-import { DEFAULT_MANIFEST_URL, getEngine, isSuperseded, onEngineProgress } from '../engine/engine.js';
+import { currentEngine, DEFAULT_MANIFEST_URL, getEngine, isSuperseded } from '../engine/engine.js';
+import { EngineSession, progressText } from '../controller.js';
 import { ROLE } from '../engine/result.js';
-import { describeModel, labelledHeadName, resolveAttributes, resolveSelection } from './data.js';
-import { h, megabytes, setText } from './dom.js';
+import { describeModel, labelledHeadName, modelPhrase, resolveAttributes, resolveSelection } from './data.js';
+import { h, setText } from './dom.js';
 import { download, figureSvg, modelLine, pngBlob, svgText } from './export.js';
 import { elementSnippet, frameSnippet } from './snippet.js';
 import { BASE_CSS, EMBEDDED_CSS, themeCss } from './style.js';
@@ -133,25 +134,6 @@ function unwatchTheme(figure) {
   themeWatch.disconnect();
   themeWatch = null;
   if (typeof matchMedia === 'function') matchMedia('(prefers-color-scheme: dark)').removeEventListener?.('change', updateThemes);
-}
-
-// The model, said once: its name and its note in one pair of brackets ("NAME (trained here; not
-// prajjwal1/bert-mini; 8,697 steps, 60.2M tokens)"), not the name's brackets and the note's.
-export function modelPhrase(model) {
-  const name = model?.name ?? 'the model';
-  const note = (model?.note ?? '').replace(/^trained for this project:\s*/, (m) => (/\(.*trained here/i.test(name) ? '' : m));
-  if (!note) return name;
-  const bracketed = /^(.*\S)\s*\(([^()]*)\)$/.exec(name);
-  return bracketed ? `${bracketed[1]} (${bracketed[2]}; ${note})` : `${name} (${note})`;
-}
-
-export function progressText(progress) {
-  if (!progress) return 'Starting the download of the engine and the model\u2026';
-  const percent = Math.floor(progress.percent ?? 0);
-  if (percent >= 100) return `Downloaded ${megabytes(progress.loaded)} (100%); starting the engine\u2026`;
-  return progress.total
-    ? `Loading the live model: ${megabytes(progress.loaded)} of ${megabytes(progress.total)} (${percent}%)`
-    : `Loading the live model: ${megabytes(progress.loaded)}`;
 }
 
 // The one view builder, for the article and for a figure on its own. With an engine the result
@@ -295,8 +277,12 @@ export class AttentionFigure extends HTMLElement {
 
   disconnectedCallback() {
     unwatchTheme(this);
-    this._stopProgress?.();
-    this._stopProgress = null;
+    this._standalone?.session?.close();
+  }
+
+  // The engine this figure works with: its own (a figure on its own), else the page's.
+  async figureEngine() {
+    return this._standalone?.session?.engine ?? (await (currentEngine() ?? getEngine()));
   }
 
   // The figure's registry entry (registry.js).
@@ -374,17 +360,8 @@ export class AttentionFigure extends HTMLElement {
     this.checkAttributes();
     if (!this.constructor.needsModel) return;
     if (this.hasAttribute(ATTRIBUTES.sentence) || AttentionFigure.embedded) this.standalone();
-    this.followProgress();
-  }
-
-  // While a figure on its own waits for the engine, the download's progress reaches its status
-  // line; the subscription ends on disconnect and when the engine is here.
-  followProgress() {
-    if (!this._standalone || this._standalone.engine || this._stopProgress) return;
-    this._stopProgress = onEngineProgress((progress) => {
-      this._standalone.progress = progress;
-      if (!this._standalone.engine) this.refreshStandalone();
-    });
+    // Back on the page: the download's progress reaches the status line again.
+    this._standalone?.session?.resume();
   }
 
   // An attribute the author (or the host's script) changes replaces the reader's choice of it.
@@ -409,7 +386,9 @@ export class AttentionFigure extends HTMLElement {
   // the attributes; once drawn, the figure tells the host with an attention-change event.
   standalone() {
     if (this._standalone) return;
-    this._standalone = { engine: null, error: null, progress: null };
+    // session: the engine (web/controller.js); error: an address attribute refused before any
+    // download; live: the last live result, kept on screen while a trapped engine restarts.
+    this._standalone = { session: null, error: null, live: null };
     this.addEventListener(EVENTS.select, (event) => {
       event.stopPropagation();
       const d = event.detail;
@@ -456,16 +435,9 @@ export class AttentionFigure extends HTMLElement {
     const options = { manifestUrl: sources[ATTRIBUTES.manifestSrc] ?? DEFAULT_MANIFEST_URL };
     if (sources[ATTRIBUTES.modelSrc]) options.modelUrl = sources[ATTRIBUTES.modelSrc];
     if (sources[ATTRIBUTES.engineSrc]) options.engineUrl = sources[ATTRIBUTES.engineSrc];
-    this.refreshStandalone();
-    getEngine(options).then((engine) => {
-      state.engine = engine;
-      this._stopProgress?.();
-      this._stopProgress = null;
-      this.refreshStandalone();
-    }, (error) => {
-      state.error = { message: error.message, kind: error.kind };
-      this.refreshStandalone();
-    });
+    state.session?.close();
+    state.session = new EngineSession({ options, onChange: () => this.refreshStandalone() });
+    state.session.start();
   }
 
   // The addresses given as attributes, resolved against the host page (where an author wrote
@@ -486,7 +458,12 @@ export class AttentionFigure extends HTMLElement {
   }
 
   refreshStandalone({ announce = false } = {}) {
-    const { engine, error, progress } = this._standalone;
+    const { session, live } = this._standalone;
+    const error = this._standalone.error ?? session?.error ?? null;
+    const progress = session?.progress ?? null;
+    // While a trapped engine restarts, the last live result stays with the session's words.
+    const restarting = !session?.engine && session?.restarting && live;
+    const engine = session?.engine ?? (restarting ? { analyze: () => Promise.reject(new Error(session.restarting)) } : null);
     const r = this._reader;
     const attribute = (name) => this.getAttribute(name);
     const written = attribute(ATTRIBUTES.sentence);
@@ -512,10 +489,15 @@ export class AttentionFigure extends HTMLElement {
     const request = this._latest.next();
     return figureView({
       engine, sentence: given ?? PRESETS[0], vectors: this.constructor.needsVectors, selection, wordText, channel: this.channel,
-      error, progress, model: engine ? describeModel(engine.info) : null,
+      previous: restarting ? live : null, error, progress,
+      model: session?.engine ? describeModel(session.engine.info) : restarting ? this._view?.model ?? null : null,
       showSpecial: r.showSpecial ?? !this.hasAttribute(ATTRIBUTES.hideSpecial), sources: this.sources(),
     }).then((view) => {
       if (!view || !this._latest.current(request)) return;
+      // The engine trapped (its worker ended): the session starts a new one and tells this
+      // figure, which then draws again.
+      if (session?.restartIfFailed()) return;
+      if (view.mode === 'live' && view.result && !view.inputError && session?.engine) this._standalone.live = view.result;
       this.view = view;
       if (view.result) this.setNotes('selection', [...notes, ...(selection.notes ?? [])]);
       else if (notes.length) this.setNotes('selection', notes);
@@ -602,7 +584,7 @@ export class AttentionFigure extends HTMLElement {
 
   buildTools() {
     const button = (text, action, label) => h('button', { type: 'button', dataset: { action }, 'aria-label': label, text, on: { click: () => this.onTool(action) } });
-    this.embedButton = button('Embed', 'embed', 'Show the code that embeds this figure as it is now');
+    this.embedButton = button('Embed', 'embed', 'Embed: show the code that embeds this figure as it is now');
     this.embedButton.setAttribute('aria-expanded', 'false');
     this.snippetEl = h('textarea.snippet', { readonly: true, rows: 3, spellcheck: 'false', 'aria-label': 'Code for a script tag and the element' });
     this.frameSnippetEl = h('textarea.snippet', { readonly: true, rows: 3, spellcheck: 'false', 'aria-label': 'Code for an iframe' });
@@ -615,8 +597,8 @@ export class AttentionFigure extends HTMLElement {
     this.toolMessage = h('span.tool-message', { role: 'status' });
     return h('div.tools', { hidden: true },
       h('div.tool-buttons', {}, this.embedButton,
-        button('SVG', 'svg', 'Download this figure as SVG'),
-        button('PNG', 'png', 'Download this figure as PNG'),
+        button('SVG', 'svg', 'SVG: download this figure as a vector picture'),
+        button('PNG', 'png', 'PNG: download this figure as an image'),
         this.toolMessage),
       this.embedPanel);
   }

@@ -120,7 +120,7 @@ export function labelledHeadName(result, layer, head) {
 
 // A label short enough to stand, visible, beside a head wherever one is drawn small (Figure 1's
 // picker, Figure 5's panels): "prev", "next", "self", "sink", "punct", "broad", "mixed".
-const SHORT_LABELS = Object.freeze({ 'previous-token': 'prev', 'next-token': 'next', self: 'self', '[CLS]/[SEP] sink': 'sink', punctuation: 'punct', broad: 'broad', mixed: 'mixed' });
+export const SHORT_LABELS = Object.freeze({ 'previous-token': 'prev', 'next-token': 'next', self: 'self', '[CLS]/[SEP] sink': 'sink', punctuation: 'punct', broad: 'broad', mixed: 'mixed' });
 export function shortHeadLabel(label) {
   return label ? SHORT_LABELS[label] ?? label : '';
 }
@@ -371,4 +371,14 @@ function trainingTotals(record) {
     if (Number.isFinite(r.tokens_seen)) tokens += r.tokens_seen;
   }
   return steps > 0 && tokens > 0 ? { steps, tokens } : null;
+}
+
+// The model, said once: its name and its note in one pair of brackets ("NAME (trained here; not
+// prajjwal1/bert-mini; 8,697 steps, 60.2M tokens)"), not the name's brackets and the note's.
+export function modelPhrase(model) {
+  const name = model?.name ?? 'the model';
+  const note = (model?.note ?? '').replace(/^trained for this project:\s*/, (m) => (/\(.*trained here/i.test(name) ? '' : m));
+  if (!note) return name;
+  const bracketed = /^(.*\S)\s*\(([^()]*)\)$/.exec(name);
+  return bracketed ? `${bracketed[1]} (${bracketed[2]}; ${note})` : `${name} (${note})`;
 }

@@ -74,6 +74,7 @@ export const BASE_CSS = `
   margin-bottom: 0.3em;
 }
 button, input, select { font: inherit; color: inherit; }
+select { background: var(--attn-bg); border: 1px solid var(--attn-line); border-radius: 6px; }
 button {
   cursor: pointer;
   border: 1px solid var(--attn-line);
