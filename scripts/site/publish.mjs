@@ -3,8 +3,9 @@
 // what each reader downloads. Run after node scripts/site/build_site.mjs.
 // Usage: node scripts/site/publish.mjs --out DIR [--precision]
 //   --precision  also the f32 reference and the naive file, for <attention-precision> (57 MB more)
-// The folder holds: dist/attention-widgets.js; engine/ attention_engine.js, attention_engine.wasm,
-// worker.js, engine.js, result.js; models/manifest.json (only the models published), the
+// The folder holds: dist/attention-widgets.js; engine/ attention_engine.js, attention_engine.wasm
+// and the worker's modules (worker.js, errors.js, files.js, local.js, protocol.js, result.js: the
+// bundle holds the page's side); models/manifest.json (only the models published), the
 // default model's core file and its .rows/ shard folder; embed.html, embed-frame.js and
 // css/embed.css (the iframe form); the bundle's source map; LICENSE and NOTICE (the widgets are
 // Apache-2.0, the default model's weights GPL-2.0-or-later; NOTICE says which is which and is to
@@ -23,8 +24,13 @@ export const BASE_FILES = Object.freeze([
   'dist/attention-widgets.js',
   'engine/attention_engine.js',
   'engine/attention_engine.wasm',
+  // The worker's modules (web/engine/worker.js and what it imports); the page's side is in the
+  // bundle.
   'engine/worker.js',
-  'engine/engine.js',
+  'engine/errors.js',
+  'engine/files.js',
+  'engine/local.js',
+  'engine/protocol.js',
   'engine/result.js',
 ]);
 export const FRAME_FILES = Object.freeze(['embed.html', 'embed-frame.js', 'css/embed.css']);

@@ -103,7 +103,7 @@ describe('embedding as an author', () => {
   test('the published folder holds exactly what a host uploads, and alone serves the embeds', async () => {
     const paths = published.files.map((f) => f.path);
     for (const path of ['dist/attention-widgets.js', 'engine/attention_engine.js', 'engine/attention_engine.wasm', 'engine/worker.js',
-      'engine/engine.js', 'engine/result.js', 'models/manifest.json', 'embed.html', 'embed-frame.js']) {
+      'engine/errors.js', 'engine/files.js', 'engine/local.js', 'engine/protocol.js', 'engine/result.js', 'models/manifest.json', 'embed.html', 'embed-frame.js', 'css/embed.css']) {
       assert.ok(paths.includes(path), `${path} is not published`);
     }
     const manifest = JSON.parse(readFileSync(join(web, 'models', 'manifest.json'), 'utf8'));

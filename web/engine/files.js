@@ -1,0 +1,266 @@
+// Downloading, checking and caching the engine's files: the one read-verify-cache path
+// (fetchVerified) that the wasm, the model file and its shards all go through, the manifest
+// (read once per page) and its entries. No engine and no DOM here: the page, the worker and
+// Node all use it.
+import { EngineError } from './errors.js';
+
+const HERE = import.meta.url;
+const CACHE_NAME = 'attention-explainer';
+
+export const DEFAULT_MANIFEST_URL = new URL('../models/manifest.json', HERE).href;
+
+// The largest model file handed to the engine: the core holds the file's bytes and the
+// decoded f32 weights at once, in a 32-bit memory it shares with the page, and refuses more
+// than 768 MiB of weights anyway (MemoryBudget in wasm/core/model_file.h).
+export const MAX_MODEL_FILE_BYTES = 1024 * 1024 * 1024;
+
+export const isFileUrl = (url) => url.startsWith('file:');
+
+async function readFileUrl(url) {
+  const { readFile } = await import('node:fs/promises');
+  try {
+    return new Uint8Array(await readFile(new URL(url)));
+  } catch (error) {
+    throw new EngineError('network', `Could not read ${url}: ${error.code ?? error.message}.`, { cause: error });
+  }
+}
+
+export async function openCache() {
+  try {
+    return typeof caches === 'undefined' ? null : await caches.open(CACHE_NAME);
+  } catch {
+    return null;  // private windows and file: pages may refuse the Cache API; load without it
+  }
+}
+
+// The response for url: from the cache under cacheKey when it is there, else from the network;
+// with reload, straight from the server, past the cache and the browser's HTTP cache.
+async function openResponse(url, cacheKey, { reload = false } = {}) {
+  const cache = cacheKey ? await openCache() : null;
+  let response = cache && !reload ? await cache.match(cacheKey) : undefined;
+  const fromCache = Boolean(response);
+  if (!response) {
+    try {
+      response = await fetch(url, { cache: reload ? 'reload' : 'no-cache' });
+    } catch (error) {
+      throw new EngineError('network', `Could not download ${url}: the network request failed (${error.message}). Check the connection and the address, then retry.`, { cause: error });
+    }
+    if (!response.ok) {
+      throw new EngineError('http', `Could not download ${url}: the server answered ${response.status} ${response.statusText}.`.replace(' .', '.'));
+    }
+  }
+  return { response, fromCache, cache };
+}
+
+// Reads a response body chunk by chunk, reporting progress. Returns the bytes, or null as soon as
+// more than limit bytes have come (the rest is not read), so that a wrong or huge file never
+// fills the memory (security review F5).
+async function readBody(url, response, { total, fromCache, onProgress, limit }) {
+  const chunks = [];
+  let loaded = 0;
+  if (response.body) {
+    try {
+      const reader = response.body.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        loaded += value.length;
+        if (loaded > limit) {
+          reader.cancel().catch(() => {});
+          return null;
+        }
+        chunks.push(value);
+        onProgress({ loaded, total, percent: total ? Math.min(100, (100 * loaded) / total) : null, fromCache });
+      }
+    } catch (error) {
+      throw new EngineError('network', `The download of ${url} broke off after ${loaded} bytes (${error.message}). Retry.`, { cause: error });
+    }
+  }
+  onProgress({ loaded, total: loaded, percent: 100, fromCache });
+  if (chunks.length === 1) return chunks[0];
+  const bytes = new Uint8Array(loaded);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return bytes;
+}
+
+// What a manifest entry vouches for a file: its length and its SHA-256, or null where it gives
+// no checksum (a model-src address, an engine-src folder, a hand-written test manifest).
+export function checksumOf(entry) {
+  return typeof entry?.sha256 === 'string' && /^[0-9a-f]{64}$/.test(entry.sha256) ? { sha256: entry.sha256, bytes: entry.bytes } : null;
+}
+
+const hex = (digest) => Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
+const HTML_START = /^\s*<(!doctype|html|head|body|!--|\?xml)/i;
+
+// Why bytes are not the file a manifest entry names (checksum), or null when they are (or when
+// there is no checksum: the core judges such a file itself). A page served where the file should
+// be (a captive portal's login, a proxy's error) is said as such. Without crypto.subtle (a page
+// on plain HTTP away from localhost) the SHA-256 is not checked; such a page has no Cache API
+// either, so nothing wrong can be kept, and whoever can alter its files in transit can alter its
+// scripts as well.
+async function problemWith(bytes, contentType, checksum) {
+  if (!checksum) return null;
+  if (/^text\/html\b/i.test(contentType ?? '') || HTML_START.test(new TextDecoder().decode(bytes.subarray(0, 64)))) {
+    return 'got an HTML page instead of the file';
+  }
+  if (Number.isInteger(checksum.bytes) && checksum.bytes > 0 && bytes.length !== checksum.bytes) {
+    return `got ${bytes.length} bytes, expected ${checksum.bytes}`;
+  }
+  if (globalThis.crypto?.subtle && hex(await crypto.subtle.digest('SHA-256', bytes)) !== checksum.sha256) {
+    return 'its SHA-256 does not match the manifest';
+  }
+  return null;
+}
+
+// Downloads url and hands its bytes to use(bytes), which returns {value} or, when the bytes
+// cannot be used (the core refuses the model file, the wasm does not compile), {refusal: an
+// EngineError}. Returns {value, bytes: the length}.
+// Where the manifest vouches for the file (checksum), its bytes are checked against it before
+// use, and they are cached under cacheKey only once checked and used: one bad answer (a captive
+// portal's page, a proxy's or a broken edge's) must never be kept and served to every later
+// visit (security review F2). A cached or downloaded file that fails is not final: its cache
+// entry is deleted and it is fetched once more straight from the server; the second failure is
+// the error. A file over limit is refused before its body is read where the server says its
+// length, and as soon as more than limit bytes have come otherwise (F5).
+export async function fetchVerified(url, { what, kind, cacheKey = null, checksum = null, limit = MAX_MODEL_FILE_BYTES, onProgress = () => {}, contentType = 'application/octet-stream' }, use) {
+  const most = Math.min(limit, Number.isInteger(checksum?.bytes) && checksum.bytes > 0 ? checksum.bytes : limit);
+  const tooLarge = most < limit ? `got more than ${most} bytes, expected ${most}` : `it is more than ${limit} bytes, more than this engine loads`;
+  const attempts = cacheKey && !isFileUrl(url) ? [false, true] : [false];
+  let failure = null;
+  for (const reload of attempts) {
+    let bytes;
+    let fromCache = false;
+    let cache = null;
+    let type = contentType;
+    if (isFileUrl(url)) {
+      bytes = await readFileUrl(url);
+      if (bytes.length > most) bytes = null;
+      else onProgress({ loaded: bytes.length, total: bytes.length, percent: 100, fromCache: false });
+    } else {
+      let response;
+      ({ response, fromCache, cache } = await openResponse(url, cacheKey, { reload }));
+      type = response.headers.get('content-type');
+      const declared = Number(response.headers.get('content-length'));
+      if (declared > limit) {
+        response.body?.cancel().catch(() => {});
+        throw new EngineError(kind, `The ${what} ${url} is ${declared} bytes, more than this engine loads (${limit}); use a smaller or compact ${what}.`);
+      }
+      bytes = await readBody(url, response, { total: declared || checksum?.bytes || 0, fromCache, onProgress, limit: most });
+    }
+    const problem = bytes ? await problemWith(bytes, type, checksum) : tooLarge;
+    const used = problem ? null : await use(bytes);
+    if (used && !used.refusal) {
+      if (cache && !fromCache) {
+        // Not awaited: the bytes are here, and a full or refused cache only costs the next visit
+        // a download.
+        cache.put(cacheKey, new Response(bytes, { headers: { 'content-type': contentType } })).catch(() => {});
+      }
+      return { value: used.value, bytes: bytes.length };
+    }
+    const advice = problem === tooLarge && !checksum ? `Use a smaller or compact ${what}.` : 'Retry; if it happens again, the site serves a wrong or damaged file.';
+    failure = used?.refusal ?? new EngineError(kind, `The ${what} ${url} could not be used: ${problem}${reload ? ', also when fetched again from the server' : ''}. ${advice}`);
+    if (cache) await cache.delete(cacheKey).catch(() => {});
+  }
+  throw failure;
+}
+
+// Why the engine's wasm did not compile, in words for whoever can act on it: the page's
+// Content-Security-Policy (its author adds 'wasm-unsafe-eval'), a browser without WebAssembly
+// SIMD (the reader), or a file that is not the engine (whoever built the site; a file whose
+// sha256 matched the manifest is the one the site meant, so then the browser is the cause).
+export function notWasm(url, error, { verified = false } = {}) {
+  const said = String(error?.message ?? error);
+  if (/content.security.policy|\bcsp\b|unsafe-eval/i.test(said)) {
+    return new EngineError('engine', `This page\u2019s Content-Security-Policy does not allow WebAssembly, so the live model cannot start (${said}). `
+      + 'The page\u2019s author adds \'wasm-unsafe-eval\' to its script-src (the README\u2019s "Content-Security-Policy" gives the whole policy).', { cause: error });
+  }
+  if (verified) {
+    return new EngineError('engine', `This browser could not compile the engine (${said}). The engine needs WebAssembly with SIMD: `
+      + 'Chrome or Edge 91, Firefox 89, Safari 16.4 or any later version.', { cause: error });
+  }
+  return new EngineError('engine', `The engine file ${url} is not valid WebAssembly (${said}). Whoever built the site rebuilds it with scripts/build.sh wasm.`, { cause: error });
+}
+
+// Downloads the engine's wasm and compiles it. The bytes are read, checked and then compiled
+// (not compiled while they stream in), so that nothing unchecked runs or is cached
+// (fetchVerified); the model's download, five times longer, hides the compilation anyway.
+export async function fetchWasmModule(url, { onProgress, cacheKey, checksum }) {
+  const compile = async (bytes) => {
+    try {
+      return { value: await WebAssembly.compile(bytes) };
+    } catch (error) {
+      return { refusal: notWasm(url, error, { verified: Boolean(checksum) }) };
+    }
+  };
+  const { value: module, bytes } = await fetchVerified(url, { what: 'engine file', kind: 'engine', cacheKey, checksum, onProgress, contentType: 'application/wasm' }, compile);
+  return { module, bytes };
+}
+
+export async function fetchJson(url) {
+  if (isFileUrl(url)) return JSON.parse(new TextDecoder().decode(await readFileUrl(url)));
+  let response;
+  try {
+    response = await fetch(url, { cache: 'no-cache' });
+  } catch (error) {
+    throw new EngineError('network', `Could not download ${url}: the network request failed (${error.message}).`, { cause: error });
+  }
+  if (!response.ok) throw new EngineError('http', `Could not download ${url}: the server answered ${response.status}.`);
+  try {
+    return await response.json();
+  } catch (error) {
+    throw new EngineError('model', `${url} is not valid JSON (${error.message}).`, { cause: error });
+  }
+}
+
+// A promise kept in map under key until it fails: a failed request or load is forgotten, so
+// that a retry starts afresh. promiseOf finds the promise in what make() returns.
+// An engine that trapped (its onFailure) is forgotten the same way.
+export function remembered(map, key, make, promiseOf = (value) => value) {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = make();
+    map.set(key, value);
+    const forget = () => {
+      if (map.get(key) === value) map.delete(key);
+    };
+    promiseOf(value).then((made) => {
+      if (made && typeof made === 'object' && 'onFailure' in made) made.onFailure = forget;
+    }, forget);
+  }
+  return value;
+}
+
+// Every reader of one manifest in a page gets one request: the engines and the figures that
+// read its other entries (the precision figure).
+const manifests = new Map();  // URL -> promise of the parsed manifest
+
+// For tests: forget the manifests read so far.
+export const forgetManifests = () => manifests.clear();
+
+export function loadManifest(url = DEFAULT_MANIFEST_URL) {
+  return remembered(manifests, url, () => fetchJson(url));
+}
+
+// The manifest's entry for a model's key, or undefined. A key can come from a link (?model=), so
+// only the manifest's own entries count: `__proto__`, `constructor` or `toString` would find
+// Object.prototype's members and send the engine after models/undefined (security review F11).
+export function manifestModel(manifest, key) {
+  const models = manifest?.models;
+  return models && typeof key === 'string' && Object.hasOwn(models, key) ? models[key] : undefined;
+}
+
+// Shard k of a split model ({baseUrl, coreSha}): from the Cache API if an earlier visit kept it,
+// else downloaded. The caller caches it once the core has accepted it.
+export async function fetchShard(shards, k) {
+  const url = new URL(`${String(k).padStart(5, '0')}.bin`, shards.baseUrl).href;
+  const cacheKey = `${url}?core=${shards.coreSha}`;
+  const cache = await openCache();
+  const hit = cache ? await cache.match(cacheKey) : undefined;
+  const bytes = hit ? new Uint8Array(await hit.arrayBuffer()) : (await fetchVerified(url, { what: 'word-embedding rows', kind: 'model' }, (value) => ({ value }))).value;
+  return { url, cacheKey, cache, cached: Boolean(hit), bytes };
+}
+

@@ -1,0 +1,467 @@
+// One loaded model in this thread (AttentionEngine) and how it is made (createEngine): the glue,
+// the wasm and the model download at once, the core reads the file, and analyses are memoised
+// per sentence. Used by Node tests and scripts, by the page's worker (./worker.js), and by a page
+// where no worker can start. Text limits and the result schema's check are here too.
+import { HEAD_LABELS, ROLE, ROW_STAT, ROW_STAT_FIELDS } from './result.js';
+import { describeWasmFailure, EngineError } from './errors.js';
+import { checksumOf, DEFAULT_MANIFEST_URL, fetchShard, fetchVerified, fetchWasmModule, loadManifest, manifestModel } from './files.js';
+
+const HERE = import.meta.url;
+// Longer texts are refused before they reach the tokenizer: the model reads at most 512
+// positions anyway, and a reader's paste of a whole book should fail clearly, not slowly.
+export const MAX_TEXT_CHARS = 20000;
+// The analysis memo holds at most this many bytes of results per engine, the least recently used
+// going first. One result at 512 tokens on the 4-layer, 4-head default model is about 18 MB
+// (attention alone is 4 * 4 * 512 * 512 float32 = 16.8 MB; hidden states, queries and keys add
+// 7 MB when asked for), so 64 MB keeps the last three long texts, or hundreds of the page's
+// sentences, and three engines (the precision figure's) stay under 200 MB.
+export const MEMO_BYTES = 64 * 1024 * 1024;
+
+const now = () => (typeof performance === 'undefined' ? Date.now() : performance.now());
+// Milliseconds since 1970 by this thread's clock, comparable across the page and its worker.
+const epoch = () => (typeof performance === 'undefined' ? Date.now() : performance.timeOrigin + performance.now());
+
+// What a result costs the memo: the bytes of its typed arrays (tokens and profiles are small).
+function resultBytes(result) {
+  let bytes = 0;
+  for (const value of Object.values(result)) if (ArrayBuffer.isView(value)) bytes += value.byteLength;
+  return bytes;
+}
+
+// The analyses of one engine by text, bounded in bytes, the least recently used going first.
+// The newest result stays even when it alone is over the bound; a bound of 0 keeps nothing.
+export class Memo {
+  constructor(limit) {
+    this.limit = limit;
+    this.map = new Map();
+    this.bytes = 0;
+  }
+
+  get size() {
+    return this.map.size;
+  }
+
+  // The result for text (with vectors, if asked), made the most recently used.
+  get(text, vectors = false) {
+    const kept = this.map.get(text);
+    if (!kept || (vectors && !kept.queries)) return undefined;
+    this.map.delete(text);
+    this.map.set(text, kept);
+    return kept;
+  }
+
+  set(text, result) {
+    if (this.limit <= 0) return;
+    this.delete(text);
+    this.map.set(text, result);
+    this.bytes += resultBytes(result);
+    while (this.bytes > this.limit && this.map.size > 1) this.delete(this.map.keys().next().value);
+  }
+
+  delete(text) {
+    const result = this.map.get(text);
+    if (!result) return;
+    this.map.delete(text);
+    this.bytes -= resultBytes(result);
+  }
+}
+
+// Why a text longer than MAX_TEXT_CHARS is refused, or null: what checkText throws, and what a
+// sentence box says before it asks the engine.
+export function tooLong(text, maxPositions = null) {
+  if (text.length <= MAX_TEXT_CHARS) return null;
+  const reads = maxPositions ? `the model reads at most ${maxPositions} tokens` : 'far more than the model reads';
+  return `The text is ${text.length.toLocaleString('en-US')} characters long; the page takes at most ${MAX_TEXT_CHARS.toLocaleString('en-US')} (${reads}; a text under that length but longer than the model reads is cut, and the figures say where).`;
+}
+
+export function checkText(text, info) {
+  if (typeof text !== 'string') throw new EngineError('input', 'The text to analyse must be a string.');
+  const refusal = tooLong(text, info.max_positions);
+  if (refusal) throw new EngineError('input', refusal);
+}
+
+// Text as the core receives it: a lone surrogate (a JS string may hold one; UTF-8 cannot) becomes
+// U+FFFD, one code unit for one, so the tokens' offsets still index the caller's string. The
+// tokenizer then drops U+FFFD as BERT's cleaning step does.
+export function wellFormed(text) {
+  if (typeof text.toWellFormed === 'function') return text.toWellFormed();
+  return text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+}
+
+// The wasm module's own names for its enums must be the ones ./result.js reads results with; a
+// stale engine file next to a newer page is refused here, not misread later.
+function checkSchema(module) {
+  const schema = typeof module.schema === 'function' ? module.schema() : null;
+  const same = (a, b) => JSON.stringify(Array.from(a ?? [])) === JSON.stringify(Array.from(b));
+  if (!schema || module.ROW_STAT_FIELDS !== ROW_STAT_FIELDS || !same(schema.row_stats, Object.keys(ROW_STAT))
+      || !same(schema.roles, Object.keys(ROLE)) || !same(schema.head_labels, HEAD_LABELS)) {
+    throw new EngineError('engine', 'The engine file does not match this page\u2019s result schema (web/engine/result.js). Rebuild it with scripts/build.sh wasm.');
+  }
+}
+
+// One loaded model in this thread. analyze() returns a frozen plain object of copied typed
+// arrays in the result schema (read it through ./result.js); hidden_states, queries and keys are
+// requested from the core and copied only for analyze(text, {vectors: true}).
+export class AttentionEngine {
+  constructor(module, native, info, timings, memoBytes = MEMO_BYTES, shards = null) {
+    this._module = module;
+    this._native = native;
+    // The split layout: {baseUrl, coreSha, count}; null for a single model file.
+    this._shards = shards;
+    this.shardStats = { requests: 0, bytes: 0 };
+    this._memo = new Memo(memoBytes);
+    this._current = null;  // {text, vectors} of the analysis the native side holds
+    this._failure = null;
+    this.info = info;
+    this.timings = timings;
+  }
+
+  // The split model's shards: {requests, bytes} fetched so far, how many are here, how many
+  // there are and their total size (all zero for a single model file).
+  get shardSummary() {
+    return { ...this.shardStats, loaded: this._loadedShards?.size ?? 0, count: this._shards?.count ?? 0, total: this._shards?.bytes ?? 0 };
+  }
+
+  // Whether the instance has the test build's hooks (bindings.cc, ATTN_TEST_HOOKS).
+  get hasTestHooks() {
+    return typeof this._native.trap === 'function';
+  }
+
+  // True once the instance trapped: every later call gets the same error.
+  get failed() {
+    return Boolean(this._failure);
+  }
+
+  // True once close() freed the instance.
+  get closed() {
+    return Boolean(this._closed);
+  }
+
+  // Executes wasm's `unreachable` in the test build (the recovery test); the engine readers
+  // get has no such hook and refuses.
+  trap() {
+    if (!this.hasTestHooks) throw new EngineError('input', 'This engine has no test hooks: only the test build (scripts/build.sh wasm-test) can be made to trap.');
+    return this._nativeCall('trap');
+  }
+
+  analyze(text, { vectors = false } = {}) {
+    checkText(text, this.info);
+    // An entry without vectors is analysed again when they are asked for, and replaced.
+    const result = this._memo.get(text, vectors) ?? this._run(text, vectors);
+    this._memo.set(text, result);
+    return result;
+  }
+
+  _run(text, vectors) {
+    const m = this._module;
+    const outputs = vectors ? m.OUTPUT_HIDDEN_STATES | m.OUTPUT_QUERIES | m.OUTPUT_KEYS : 0;
+    let raw;
+    if (this._failure) throw this._failure;
+    try {
+      raw = this._native.analyze(wellFormed(text), 0, outputs);
+    } catch (error) {
+      // The instance cannot be trusted after a trap: every later call gets the same error, and
+      // the shared-engine cache forgets this engine so that a retry starts a fresh instance.
+      this._current = null;
+      this._failure = describeWasmFailure(error);
+      this.onFailure?.(this);
+      throw this._failure;
+    }
+    this._current = { text, vectors };
+    if (raw.error !== undefined) throw new EngineError('input', raw.error);
+    // Every typed array is a view into wasm memory, valid until the next call: copied here,
+    // so that a result owns its buffers (the worker transfers them to the page).
+    const result = { text };
+    for (const [key, value] of Object.entries(raw)) result[key] = ArrayBuffer.isView(value) ? value.slice() : value;
+    return Object.freeze(result);
+  }
+
+  // A model in the split layout analyses a text only once the word-embedding rows of its tokens
+  // are in: this fetches the shards that are missing (six at a time; from the Cache API when a
+  // visit already fetched them) and hands each to the core, which checks it against the core
+  // file. all: every shard (the masked-LM head scores the whole vocabulary). A shard is cached
+  // only after the core accepted it. A no-op for a single model file.
+  async ensureRows(text, { all = false, onProgress = () => {} } = {}) {
+    if (!this._shards) return;
+    checkText(text ?? '', this.info);
+    const missing = all
+      ? Array.from({ length: this._shards.count }, (_, k) => k).filter((k) => !this._loadedShards?.has(k))
+      : Array.from(this._nativeCall('missingShards', text, 0));
+    let done = 0;
+    const queue = missing.slice();
+    const worker = async () => {
+      while (queue.length) {
+        const k = queue.shift();
+        await this.loadShard(k);
+        onProgress({ phase: 'rows', loaded: ++done, total: missing.length, percent: (100 * done) / missing.length });
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(6, missing.length) }, worker));
+  }
+
+  // Shard k handed to the core (prefetched: a promise of it, already on its way), cached once
+  // the core accepted it; a no-op for a shard already in.
+  async loadShard(k, prefetched = null) {
+    this._loadedShards ??= new Set();
+    if (this._loadedShards.has(k)) return;
+    const shard = await (prefetched ?? fetchShard(this._shards, k));
+    if (!shard.cached) {
+      this.shardStats.requests += 1;
+      this.shardStats.bytes += shard.bytes.length;
+    }
+    const message = this._nativeCall('loadShard', shard.bytes);
+    if (message) {
+      throw new EngineError('model', `The word-embedding rows ${shard.url} could not be used: ${message}. Retry; if it happens again, the site serves a damaged or mismatched file.`);
+    }
+    this._loadedShards.add(k);
+    if (shard.cache && !shard.cached) {
+      try {
+        await shard.cache.put(shard.cacheKey, new Response(shard.bytes, { headers: { 'content-type': 'application/octet-stream' } }));
+      } catch {
+        // A full or refused cache only costs the next visit a download.
+      }
+    }
+  }
+
+  // Heads removed ("L.H,...", counted from 1) and value norms: an analysis that is not memoised.
+  analyzeAblated(text, { removed = '', valueNorms = false } = {}) {
+    checkText(text, this.info);
+    const outputs = valueNorms ? this._module.OUTPUT_VALUE_NORMS : 0;
+    const raw = this._nativeCall('analyzeAblated', text, 0, outputs, String(removed));
+    this._current = null;
+    if (raw.error !== undefined) throw new EngineError('input', raw.error);
+    const result = { text, removed };
+    for (const [key, value] of Object.entries(raw)) result[key] = ArrayBuffer.isView(value) ? value.slice() : value;
+    this._current = { text, removed };
+    return Object.freeze(result);
+  }
+
+  // The masked-LM head's k most likely tokens at one position of text; masked: that position is
+  // replaced by [MASK] before the forward pass; removed: heads to remove as in analyzeAblated.
+  predict(text, position, k = 5, { masked = false, removed = '' } = {}) {
+    checkText(text, this.info);
+    if (masked || removed) {
+      const raw = this._nativeCall('predictMasked', text, position, k, Boolean(masked), String(removed));
+      this._current = null;
+      if (!Array.isArray(raw)) throw new EngineError('input', raw.error);
+      return raw;
+    }
+    if (this._current?.text !== text || this._current?.removed) this._run(text, false);
+    const list = this._native.topPredictions(position, k);
+    if (!Array.isArray(list)) throw new EngineError('input', list.error);
+    return list;
+  }
+
+  // The exact probability of entry `id` at one position of text, over the whole vocabulary, with
+  // its rank (from 1) and the most probable entry: {probability, rank, top1, top1_text}. Options
+  // as predict's (masked, removed).
+  probability(text, position, id, { masked = false, removed = '' } = {}) {
+    checkText(text, this.info);
+    const raw = this._nativeCall('probabilityMasked', text, position, id, Boolean(masked), String(removed));
+    this._current = null;
+    if (raw.error !== undefined) throw new EngineError('input', raw.error);
+    return { probability: raw.probability, rank: raw.rank, top1: raw.top1, top1_text: raw.top1_text };
+  }
+
+  // Frees the instance's engine; every later call fails with a closed engine's error. The wasm
+  // memory goes with the instance once nothing refers to the module.
+  close() {
+    if (this._closed) return;
+    this._closed = true;
+    this._failure = new EngineError('engine', 'This engine was closed.');
+    this._memo = new Memo(0);
+    try {
+      this._native.delete();
+    } catch {
+      // An instance that trapped may refuse even this; it is dropped all the same.
+    }
+    this._native = null;
+    this._module = null;
+  }
+
+  // The core's memory ({allocated_bytes, heap_bytes}) and the memo's (memo_bytes, memo_entries).
+  memoryInfo() {
+    return { ...this._native.memoryInfo(), memo_bytes: this._memo.bytes, memo_entries: this._memo.size };
+  }
+
+  // The tokenizer alone: {tokens, truncated, full_length}, as analyze reports them.
+  tokenize(text, maxLength = 0) {
+    checkText(text, this.info);
+    const out = this._nativeCall('tokenize', text, maxLength);
+    if (out.error !== undefined) throw new EngineError('input', out.error);
+    return out;
+  }
+
+  // The token ids of many texts, in one call (the vocabulary post types all 30,522 entries).
+  tokenizeMany(texts, maxLength = 0) {
+    if (!Array.isArray(texts)) throw new EngineError('input', 'tokenizeMany takes an array of texts.');
+    return texts.map((text) => this.tokenize(text, maxLength).tokens.map((t) => t.id));
+  }
+
+  // The model's vocabulary, one entry per id.
+  vocabulary() {
+    if (!this._vocabulary) {
+      const list = this._nativeCall('vocabulary');
+      if (!Array.isArray(list)) throw new EngineError('engine', list?.error ?? 'The engine gave no vocabulary.');
+      this._vocabulary = list;
+    }
+    return this._vocabulary;
+  }
+
+  _nativeCall(name, ...args) {
+    if (this._failure) throw this._failure;
+    if (typeof this._native[name] !== 'function') {
+      throw new EngineError('engine', `This engine file has no ${name}(); rebuild it with scripts/build.sh wasm.`);
+    }
+    try {
+      return this._native[name](...args.map((arg) => (typeof arg === 'string' ? wellFormed(arg) : arg)));
+    } catch (error) {
+      this._current = null;
+      this._failure = describeWasmFailure(error);
+      this.onFailure?.(this);
+      throw this._failure;
+    }
+  }
+}
+
+// The engine's two files, as scripts/site/build_site.mjs names them next to each other.
+export const ENGINE_FILES = Object.freeze({ glue: 'attention_engine.js', wasm: 'attention_engine.wasm' });
+
+async function importGlue(glueUrl) {
+  try {
+    return (await import(glueUrl)).default;
+  } catch (error) {
+    throw new EngineError('network', `Could not load the engine script ${glueUrl} (${error.message}).`, { cause: error });
+  }
+}
+
+// An instance of the compiled module through the glue, with nothing downloaded again.
+async function instantiate(createModule, compiled) {
+  let failInstantiation;
+  const instantiationFailed = new Promise((_, reject) => { failInstantiation = reject; });
+  let module;
+  try {
+    module = await Promise.race([
+      createModule({
+        instantiateWasm(imports, receive) {
+          WebAssembly.instantiate(compiled, imports).then((instance) => receive(instance, compiled), failInstantiation);
+          return {};
+        },
+        print: () => {},
+        printErr: () => {},
+      }),
+      instantiationFailed,
+    ]);
+  } catch (error) {
+    throw describeWasmFailure(error);
+  }
+  checkSchema(module);
+  return module;
+}
+
+// Loads a model with an explicit configuration, in this thread (tests, scripts, the worker).
+//   manifestUrl: models/manifest.json, naming the engine files and the models with checksums
+//   manifest: the parsed manifest, when the caller has read it already (the worker gets the
+//     page's copy, so that the page makes one request for it)
+//   model: a key of manifest.models (default: manifest.default), or modelUrl: a model file's URL
+//   engineUrl: a folder holding ENGINE_FILES, instead of the manifest's (with modelUrl as well,
+//     no manifest is read at all)
+//   onProgress({phase: 'engine'|'model', loaded, total, percent})
+// The glue, the wasm and the model download at once; the wasm compiles while it arrives and is
+// instantiated while the model is still downloading, so that what is left after the model's
+// last byte is the core reading the file (LoadedModel::FromBuffer).
+export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifest: given, model, modelUrl, engineUrl, single = false, onProgress = () => {}, memoBytes = MEMO_BYTES } = {}) {
+  const t0 = now();
+  const manifest = engineUrl && modelUrl ? null : given ?? await loadManifest(manifestUrl);
+  const base = new URL(manifestUrl, typeof location === 'undefined' ? HERE : location.href).href;
+  const entry = modelUrl ? null : manifestModel(manifest, model ?? manifest.default);
+  if (!modelUrl && !entry) throw new EngineError('model', `The manifest ${manifestUrl} has no model named ${model ?? manifest.default}.`);
+  // The split layout (build_site.mjs): the core file, and the shards next to it; `single: true`
+  // asks for the single file instead.
+  const split = !modelUrl && !single && entry.core && entry.shards ? entry : null;
+  const resolvedModelUrl = new URL(modelUrl ?? (split ? entry.core.file : entry.file), base).href;
+  const shardBase = split ? new URL(entry.shards.folder, base).href : null;
+  // The manifest's checksum only vouches for the manifest's own engine files.
+  const engineEntry = engineUrl ? null : manifest.engine;
+  const folder = engineUrl && (engineUrl.endsWith('/') ? engineUrl : `${engineUrl}/`);
+  const glueUrl = new URL(folder ? ENGINE_FILES.glue : manifest.engine.glue, folder || base).href;
+  const wasmUrl = new URL(folder ? ENGINE_FILES.wasm : manifest.engine.wasm, folder || base).href;
+
+  const marks = {};
+  const glue = importGlue(glueUrl);
+  const engineChecksum = checksumOf(engineEntry);
+  const compiled = fetchWasmModule(wasmUrl, {
+    cacheKey: engineChecksum ? `${wasmUrl}?sha256=${engineChecksum.sha256}` : null,
+    checksum: engineChecksum,
+    onProgress: (p) => onProgress({ phase: 'engine', ...p }),
+  }).then((c) => {
+    marks.compiled = now();
+    return c;
+  });
+  const instance = Promise.all([glue, compiled]).then(([createModule, c]) => instantiate(createModule, c.module)).then((m) => {
+    marks.instantiated = now();
+    return m;
+  });
+  const modelFile = split ? entry.core : entry;
+  const modelChecksum = checksumOf(modelFile);
+  // The opening sentence's rows come with the core, in parallel.
+  const shardSource = split ? { baseUrl: shardBase, coreSha: entry.core.sha256 } : null;
+  const preloaded = split ? (entry.shards.preload ?? []).map((k) => fetchShard(shardSource, k).then((shard) => [k, shard], () => null)) : [];
+  // The core reads the model file as soon as both are here. A file it refuses counts as a wrong
+  // download: fetchVerified fetches it once more before the refusal is final, and caches it only
+  // once the core has accepted it.
+  const loadModel = async (bytes) => {
+    marks.model = now();
+    marks.modelEpoch = epoch();
+    const module = await instance;
+    const tReady = now();
+    // Each engine has an instance of its own: a failed load discards it with everything it
+    // allocated, so no other engine's memory is ever touched by a bad file.
+    const native = new module.Engine();
+    let message;
+    try {
+      message = native.load(bytes);
+    } catch (error) {
+      throw describeWasmFailure(error, { loading: resolvedModelUrl });
+    }
+    if (message) {
+      native.delete();
+      return { refusal: new EngineError('model', `The model file ${resolvedModelUrl} could not be loaded: ${message}`) };
+    }
+    return { value: { module, native, tReady, t3: now() } };
+  };
+  const modelLoad = fetchVerified(resolvedModelUrl, {
+    what: 'model file',
+    kind: 'model',
+    cacheKey: modelChecksum ? `${resolvedModelUrl}?sha256=${modelChecksum.sha256}` : null,
+    checksum: modelChecksum,
+    onProgress: (p) => onProgress({ phase: 'model', ...p }),
+  }, loadModel);
+  // Promise.all watches every promise, so a second failure is never left unhandled.
+  const [{ value: { module, native, tReady, t3 }, bytes: modelBytes }, { bytes: wasmBytes }] = await Promise.all([modelLoad, compiled, instance]);
+  const info = { ...native.info(), url: resolvedModelUrl, sha256: modelFile?.sha256 ?? null };
+  const t4 = now();
+  const shards = split ? { baseUrl: shardBase, coreSha: entry.core.sha256, count: entry.shards.count, bytes: entry.shards.bytes ?? 0 } : null;
+  const engine = new AttentionEngine(module, native, info, {
+    // fetchMs: until both files are here (and checked); compileMs: the wasm's download and
+    // compilation; parseMs: the core reading the model file; totalMs: the whole.
+    fetchMs: Math.max(marks.model, marks.compiled) - t0,
+    compileMs: marks.compiled - t0,
+    instantiatedMs: marks.instantiated - t0,
+    modelMs: marks.model - t0,
+    parseMs: t3 - tReady,
+    infoMs: t4 - t3,
+    // From the model's last byte to a loaded engine (waiting for the wasm, if it came later,
+    // and the core reading the file), and when that last byte came (ms since 1970).
+    afterModelMs: t4 - marks.model,
+    modelDoneAt: marks.modelEpoch,
+    totalMs: t4 - t0,
+    wasmBytes, modelBytes,
+  }, memoBytes, shards);
+  // A preloaded shard that failed to arrive is fetched again when a sentence needs it.
+  for (const item of await Promise.all(preloaded)) {
+    if (item) await engine.loadShard(item[0], Promise.resolve(item[1]));
+  }
+  return engine;
+}
+
