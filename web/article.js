@@ -10,7 +10,8 @@ import { DEFAULT_MANIFEST_URL, loadManifest, manifestModel } from './engine/engi
 import { EngineSession, progressText } from './controller.js';
 import { createStore, DEFAULT_STATE, DEFAULT_WORD_TEXT, formatHash, parseHash, PERMALINK_DEFAULTS } from './state.js';
 import { attentionRow, headLabel, rolloutRow, rowStat } from './engine/result.js';
-import { EVENTS, figureView, Latest } from './widgets/base.js';
+import { EVENTS } from './widgets/base.js';
+import { figureView, Latest } from './widgets/view.js';
 import { describeModel, headsForToken, labelShare, mechanism, resolveSelection, resultFromExample, rowRelation, rowSummary, SELECTION_RULE, sharpestAndBroadest } from './widgets/data.js';
 import { fmt, fmtWeight, headName, megabytes } from './widgets/dom.js';
 import { loadSetStatistics } from './engine/sets.js';

@@ -7,11 +7,13 @@
 // The article hands every figure the same view. Readers' choices leave a figure as events
 // (bubbling out of the shadow root) so that the page's state decides what happens. Under the
 // body every figure has a toolbar: the code to embed it as it is now, and SVG and PNG downloads.
-import { currentEngine, DEFAULT_MANIFEST_URL, getEngine, isSuperseded } from '../engine/engine.js';
+import { currentEngine, DEFAULT_MANIFEST_URL, getEngine } from '../engine/engine.js';
 import { EngineSession, progressText } from '../controller.js';
 import { ROLE } from '../engine/result.js';
-import { describeModel, labelledHeadName, modelPhrase, resolveAttributes, resolveSelection } from './data.js';
+import { describeModel, labelledHeadName, modelPhrase, resolveAttributes } from './data.js';
 import { h, setText } from './dom.js';
+import { adoptStyles, effectiveTheme, unwatchTheme, watchTheme } from './theme.js';
+import { figureView, Latest, truncationNote } from './view.js';
 import { download, figureSvg, modelLine, pngBlob, svgText } from './export.js';
 import { elementSnippet, frameSnippet } from './snippet.js';
 import { BASE_CSS, EMBEDDED_CSS, themeCss } from './style.js';
@@ -19,6 +21,8 @@ import { ATTRIBUTES, FIGURES, parseAttribute, SOURCE_ATTRIBUTES, TAGS, unknownAt
 import { DEFAULT_WORD_TEXT, PRESETS } from '../state.js';
 
 export { ATTRIBUTES, FIGURES, TAGS };
+// The view builder's module, for the figures' modules that import it from here.
+export { figureView, Latest, truncationNote };
 
 // Defines a figure's element once, however many copies of the widgets a page loads (the
 // article's modules and the embedding bundle may meet in one page). The element observes exactly
@@ -68,167 +72,7 @@ export const EVENTS = Object.freeze({
   change: 'attention-change',
 });
 
-// The theme a figure uses: its `theme` attribute, else (auto) the color-scheme its parent
-// computes: only dark or only light (e.g. `html.dark { color-scheme: dark }`) gives that; both
-// (`light dark`, a page that follows the reader) gives the reader's operating-system setting.
-// A host that declares none is drawn light whatever the reader's setting, so the figure reads
-// the page's background instead: dark where the nearest opaque background behind it is dark (a
-// dark theme that sets only colours), else light.
-function effectiveTheme(el) {
-  const asked = el.getAttribute(ATTRIBUTES.theme);
-  if (asked === 'light' || asked === 'dark') return asked;
-  const parent = el.parentElement ?? el.getRootNode()?.host ?? document.documentElement;
-  const scheme = parent ? getComputedStyle(parent).colorScheme ?? '' : '';
-  const words = scheme.split(/\s+/);
-  const dark = words.includes('dark');
-  const light = words.includes('light');
-  if (dark && !light) return 'dark';
-  if (light && !dark) return 'light';
-  if (dark && light) return typeof matchMedia === 'function' && matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
-  return backgroundTheme(parent) ?? 'light';
-}
-
-// 'dark' or 'light' by the relative luminance (WCAG's) of the first background at least half
-// opaque from `node` up through its ancestors (and out of shadow roots); null when none is.
-export function backgroundTheme(node) {
-  for (let n = node; n; n = n.parentElement ?? n.getRootNode?.()?.host ?? null) {
-    const m = /^rgba?\(\s*([\d.]+)[\s,]+([\d.]+)[\s,]+([\d.]+)(?:\s*[,/]\s*([\d.]+%?))?\s*\)$/.exec(getComputedStyle(n).backgroundColor ?? '');
-    if (!m) continue;
-    const alpha = m[4] === undefined ? 1 : m[4].endsWith('%') ? parseFloat(m[4]) / 100 : Number(m[4]);
-    if (alpha < 0.5) continue;
-    const channel = (v) => {
-      const c = Number(v) / 255;
-      return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
-    };
-    const luminance = 0.2126 * channel(m[1]) + 0.7152 * channel(m[2]) + 0.0722 * channel(m[3]);
-    return luminance < 0.18 ? 'dark' : 'light';
-  }
-  return null;
-}
-
-// Every connected figure, told when the host's theme may have changed: a class, style or
-// data-* attribute on <html> or <body> (a dark toggle), or the reader's setting.
-const themed = new Set();
-let themeWatch = null;
-const THEME_TRIGGERS = ['class', 'style', 'data-theme', 'data-color-scheme', 'theme'];
-const updateThemes = () => { for (const f of themed) f.updateTheme(); };
-function watchTheme(figure) {
-  themed.add(figure);
-  if (typeof MutationObserver === 'undefined') return;
-  if (!themeWatch) {
-    themeWatch = new MutationObserver(updateThemes);
-    const watchNode = (node) => node && themeWatch?.observe(node, { attributes: true, attributeFilter: THEME_TRIGGERS });
-    watchNode(document.documentElement);
-    if (document.body) watchNode(document.body);
-    else document.addEventListener('DOMContentLoaded', () => watchNode(document.body), { once: true });
-    if (typeof matchMedia === 'function') matchMedia('(prefers-color-scheme: dark)').addEventListener?.('change', updateThemes);
-  }
-  // The figure's own theme attribute (a figure may observe only its own attributes).
-  themeWatch.observe(figure, { attributes: true, attributeFilter: [ATTRIBUTES.theme] });
-}
-
-// When the last figure leaves the page, the page-wide watch ends (a new figure starts it again).
-function unwatchTheme(figure) {
-  themed.delete(figure);
-  if (themed.size || !themeWatch) return;
-  themeWatch.disconnect();
-  themeWatch = null;
-  if (typeof matchMedia === 'function') matchMedia('(prefers-color-scheme: dark)').removeEventListener?.('change', updateThemes);
-}
-
-// The one view builder, for the article and for a figure on its own. With an engine the result
-// is its analysis of `sentence` (with hidden states, queries and keys when `vectors`); without
-// one it is the example, if any. A sentence the engine refuses leaves `previous` (the last good
-// live result) on screen with inputError saying why, or, with no previous result, makes the
-// view's error. `selection` ({token, layer, head}, -1 for a default, or a function of the result
-// giving one) is resolved on the result, the default token being the first spelled `wordText`.
-// The rest (model, progress, error, ready, showSpecial, sources) goes into the view as it is.
-// Returns a promise of the view: the analysis runs in the engine's worker. `channel` names the
-// caller: its newer request replaces one still waiting, and the replaced view comes back null
-// (a caller draws only the view of its newest request, so a stale result is never drawn).
-export async function figureView({ engine = null, example = null, sentence, vectors = false, previous = null, selection, wordText, channel = null, ...rest }) {
-  const view = { model: null, progress: null, error: null, ready: Boolean(engine), showSpecial: true, sources: {}, ...rest, sentence, result: example, inputError: null };
-  if (engine) {
-    view.mode = 'live';
-    try {
-      view.result = await engine.analyze(sentence, { vectors, channel });
-    } catch (error) {
-      if (isSuperseded(error)) return null;
-      view.result = previous;
-      if (previous) {
-        view.inputError = error.message;
-      } else {
-        view.mode = 'error';
-        view.error = { message: error.message, kind: error.kind };
-      }
-    }
-  } else {
-    view.mode = view.error ? 'error' : example ? 'example' : 'loading';
-  }
-  if (view.result) Object.assign(view, resolveSelection(view.result, typeof selection === 'function' ? selection(view.result) : selection, wordText));
-  return view;
-}
-
-// Callers that build views asynchronously draw only their newest: latest.next() gives a token,
-// latest.current(token) says whether it is still the newest.
-// Where a text longer than the model reads was cut: the model reads result.n positions ([CLS]
-// and [SEP] included), so the text's last analysed token is n - 2.
-export function truncationNote(result) {
-  if (!result?.truncated || result.n < 3) return '';
-  const last = result.tokens[result.n - 2];
-  return ` This text has ${result.full_length.toLocaleString('en-US')} tokens and the model reads at most ${result.n}: `
-    + `everything after \u201c${last.text.replace(/^##/, '')}\u201d (character ${last.end.toLocaleString('en-US')} of ${result.text.length.toLocaleString('en-US')}) is left out.`;
-}
-
-export class Latest {
-  constructor() {
-    this._n = 0;
-  }
-
-  next() {
-    return ++this._n;
-  }
-
-  current(token) {
-    return token === this._n;
-  }
-}
-
 let figureCount = 0;
-
-// A figure's styles as constructed style sheets adopted by its shadow root, so that a host's
-// strict Content-Security-Policy (style-src without 'unsafe-inline') does not leave it unstyled:
-// CSP governs <style> elements and style attributes, not sheets built through the CSSOM. Each
-// distinct text is parsed once per page and shared by every figure. Where a browser lacks
-// adoptedStyleSheets, <style> elements carry the same text. Returns {set(k, text)} to replace
-// the k-th sheet (the theme).
-const SHEETS = new Map();
-const CONSTRUCTED = typeof CSSStyleSheet === 'function' && 'replaceSync' in CSSStyleSheet.prototype
-  && typeof ShadowRoot === 'function' && 'adoptedStyleSheets' in ShadowRoot.prototype;
-function sheetOf(text) {
-  let sheet = SHEETS.get(text);
-  if (!sheet) {
-    sheet = new CSSStyleSheet();
-    sheet.replaceSync(text);
-    SHEETS.set(text, sheet);
-  }
-  return sheet;
-}
-function adoptStyles(root, texts) {
-  if (CONSTRUCTED) {
-    root.adoptedStyleSheets = texts.map(sheetOf);
-    return {
-      set(k, text) {
-        const sheets = root.adoptedStyleSheets.slice();
-        sheets[k] = sheetOf(text);
-        root.adoptedStyleSheets = sheets;
-      },
-    };
-  }
-  const elements = texts.map((text) => h('style', { text }));
-  root.append(...elements);
-  return { set: (k, text) => { elements[k].textContent = text; } };
-}
 
 export class AttentionFigure extends HTMLElement {
   // Set by the embedding bundle: there every figure follows its own attributes, with a default
