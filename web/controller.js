@@ -8,7 +8,7 @@
 //     figures keep the last result.
 //   - readHash / writeHash: the page's state in its URL hash, through the one codec of state.js.
 // Superseding (a newer request replaces one still waiting) is the engine's `channel` option and
-// Latest (widgets/base.js); a view is built by figureView (widgets/base.js).
+// Latest (widgets/view.js); a view is built by figureView (widgets/view.js).
 import { getEngine, onEngineProgress, tooLong } from './engine/engine.js';
 import { formatHashState, MAX_LINK_TEXT, readHashState } from './state.js';
 import { megabytes } from './widgets/dom.js';

@@ -59,7 +59,7 @@ export function parseHeadPair(value) {
 export function parseScores(value) {
   const parsed = String(value ?? '').split(/[\s,]+/).filter(Boolean).map(Number);
   if (parsed.length === SCORE_COUNT && parsed.every(Number.isFinite)) return { value: parsed };
-  return { value: null, why: `it should be ${SCORE_COUNT} numbers, e.g. "2 1 0.5 -0.5 -1.5"`, instead: 'showing the default scores' };
+  return { value: null, why: `it should be ${SCORE_COUNT} numbers, e.g. "2 1 0.5 -0.5 -1.5"`, instead: 'the scores shown stay as they are' };
 }
 
 export function parseRemoved(value) {
