@@ -191,6 +191,11 @@ describe('embedding as an author', () => {
     // A page that declares both schemes follows the reader.
     await page.evaluate(() => { document.documentElement.style.colorScheme = 'light dark'; });
     await page.waitForFunction(() => getComputedStyle(document.getElementById('lab')).backgroundColor === 'rgb(22, 22, 27)');
+    // The iframe form without a theme in its URL follows the reader's setting (its page declares both).
+    const frame = await context.newPage();
+    await frame.goto(`${siteUrl}embed.html?widget=softmax`);
+    await frame.locator('softmax-lab').waitFor();
+    assert.equal(await background(frame, 'softmax-lab'), DARK_BG, 'the iframe form ignored the reader\u2019s dark setting');
     await context.close();
   });
 
