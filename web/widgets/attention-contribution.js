@@ -137,7 +137,7 @@ const CSS = `
   .contrib tr[aria-selected="true"] td, .contrib tr[aria-selected="true"] th { background: color-mix(in srgb, var(--attn-bar) 14%, transparent); }
   .contrib .bar-track { display: inline-block; width: 4em; height: 0.55em; background: var(--attn-line); border-radius: 3px; overflow: hidden; vertical-align: middle; margin-right: 0.3em; }
   .contrib .bar { display: block; height: 100%; background: var(--attn-bar); }
-  .contrib .bar.down { background: #c0392b; }
+  .contrib .bar.down { background: var(--attn-bar-down); }
   .contrib .col-target, .contrib .col-top { max-width: 7em; }
   @container (max-width: 480px) { .contrib .bar-track { display: none; } .contrib .col-top { display: none; } }
   .vw { display: grid; grid-template-columns: repeat(auto-fit, minmax(14em, 1fr)); gap: 0.8em; margin-top: 0.6em; }
@@ -246,7 +246,8 @@ class AttentionContribution extends AttentionFigure {
       + `\u201c${original.text}\u201d itself has p = ${fmtProbability(base.p)} (number ${base.rank.toLocaleString('en-US')}). `
       + `Most attention on one token: ${headShort(most.layer, most.head)}; largest effect of removal: ${headShort(consequential.layer, consequential.head)}`
       + `${most === consequential ? ', the same head.' : ', a different head.'}`);
-    if (p.note.textContent.startsWith('Predictions need')) setText(p.note, '');
+    // The note held the download's progress or an earlier failure; a refused sentence's reason stays.
+    if (!view.inputError) setText(p.note, '');
     const drawStart = performance.now();
     this.drawTable();
     const ms = measured.ms + (performance.now() - drawStart);

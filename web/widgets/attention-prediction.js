@@ -187,7 +187,8 @@ class AttentionPrediction extends AttentionFigure {
     p.rank.dataset.rank = String(found.rank);
     p.rank.dataset.probability = String(found.probability);
     setText(p.rank, `The word that was there, \u201c${original.text}\u201d, is number ${found.rank.toLocaleString('en-US')} of ${engine.info.vocab_size.toLocaleString('en-US')} with p = ${fmtProbability(found.probability)}${removedText}.`);
-    if (p.note.textContent.startsWith('Predictions need')) setText(p.note, '');
+    // The note held the download's progress or an earlier failure; a refused sentence's reason stays.
+    if (!view.inputError) setText(p.note, '');
     this.dataset.ready = 'true';
     this.dataset.ms = String(Math.round(ms));
   }

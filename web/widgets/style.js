@@ -16,6 +16,7 @@ export const THEME_PROPERTIES = Object.freeze([
   { name: '--attn-bar-soft', light: '#9db6e0', dark: '#3b5587', use: 'secondary bars (the other side of a comparison)' },
   { name: '--attn-track', light: '#e8e8ee', dark: '#2a2a33', use: 'the faint track behind a bar, its full length the weight 1' },
   { name: '--attn-uniform', light: '#b3540a', dark: '#ffa552', use: 'the dashed uniform line 1/n' },
+  { name: '--attn-bar-down', light: '#c0392b', dark: '#ff8a80', use: 'bars of a decrease (a head whose removal lowers the masked word\u2019s probability)' },
   { name: '--attn-focus', light: '#1a66d6', dark: '#8ab4ff', use: 'the keyboard focus ring' },
   { name: '--attn-error', light: '#b3261e', dark: '#ffb4ab', use: 'error text and notes about attributes' },
   { name: '--attn-error-bg', light: '#fdecea', dark: '#3a1d1b', use: 'error background' },
