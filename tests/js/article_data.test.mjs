@@ -72,10 +72,11 @@ test('the URL hash is read as data only', () => {
   assert.deepEqual(parseHash(undefined), {});
 });
 
-test('the mechanism figure recomputes the engine\u2019s rows from q and k', async (t) => {
-  const modelPath = join(fixtures, 'mini.attn');
+// The wasm engine in this thread on one model file (a manifest of its own in a temporary folder),
+// or null when an input is missing (requireInputs has failed or skipped the test).
+async function engineFor(t, modelPath) {
   const wasm = join(root, 'build', 'wasm', 'attention_engine.wasm');
-  if (!requireInputs(t, [modelPath, wasm], 'run scripts/build.sh wasm and scripts/reference/make_test_fixtures.sh build/fixtures')) return;
+  if (!requireInputs(t, [modelPath, wasm], 'run scripts/build.sh wasm and scripts/reference/make_test_fixtures.sh build/fixtures')) return null;
   const dir = mkdtempSync(join(tmpdir(), 'attn-article-'));
   const manifest = {
     default: 'm',
@@ -83,7 +84,12 @@ test('the mechanism figure recomputes the engine\u2019s rows from q and k', asyn
     engine: { glue: pathToFileURL(join(root, 'build', 'wasm', 'attention_engine.js')).href, wasm: pathToFileURL(wasm).href, bytes: 0, sha256: 'test' },
   };
   writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest));
-  const engine = await createEngine({ manifestUrl: pathToFileURL(join(dir, 'manifest.json')).href });
+  return createEngine({ manifestUrl: pathToFileURL(join(dir, 'manifest.json')).href });
+}
+
+test('the mechanism figure recomputes the engine\u2019s rows from q and k', async (t) => {
+  const engine = await engineFor(t, join(fixtures, 'mini.attn'));
+  if (!engine) return;
   const result = engine.analyze('The keys to the cabinet are on the table.', { vectors: true });
   let largest = 0;
   for (let layer = 0; layer < result.layers; ++layer) {
@@ -132,17 +138,8 @@ function expectedDefault(result, token) {
 
 for (const [name, file] of [['fixture model', () => join(fixtures, 'mini.attn')], ['shipped default model', () => join(root, 'model_data', 'explainer-mini.compact.attn')]]) {
   test(`the default head is the one the stated rule names (${name})`, async (t) => {
-    const modelPath = file();
-    const wasm = join(root, 'build', 'wasm', 'attention_engine.wasm');
-    if (!requireInputs(t, [modelPath, wasm], 'run scripts/build.sh wasm and scripts/reference/make_test_fixtures.sh build/fixtures')) return;
-    const dir = mkdtempSync(join(tmpdir(), 'attn-rule-'));
-    const manifest = {
-      default: 'm',
-      models: { m: { file: pathToFileURL(modelPath).href, bytes: readFileSync(modelPath).length, sha256: 'test' } },
-      engine: { glue: pathToFileURL(join(root, 'build', 'wasm', 'attention_engine.js')).href, wasm: pathToFileURL(wasm).href, bytes: 0, sha256: 'test' },
-    };
-    writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest));
-    const engine = await createEngine({ manifestUrl: pathToFileURL(join(dir, 'manifest.json')).href });
+    const engine = await engineFor(t, file());
+    if (!engine) return;
     assert.ok(SELECTION_RULE.includes('previous-token, next-token, self or [CLS]/[SEP] sink'), 'the rule as stated names the labels this test excludes');
     let tokens = 0;
     let notSharpest = 0;
