@@ -21,7 +21,8 @@ export { MAX_LINK_TEXT };
 export function textRefusal(text, keeps) {
   const value = String(text ?? '');
   if (!value.trim()) return `Type a sentence first: an empty one has no words, only [CLS] and [SEP]. ${keeps}`;
-  const long = value.length > MAX_LINK_TEXT ? tooLong(value) : null;
+  // tooLong's limit is MAX_LINK_TEXT's (state.js defines the one as the other).
+  const long = tooLong(value);
   return long ? `${long} Shorten it to analyse it. ${keeps}` : null;
 }
 

@@ -60,8 +60,8 @@ export function watchTheme(figure) {
     else document.addEventListener('DOMContentLoaded', () => watchNode(document.body), { once: true });
     if (typeof matchMedia === 'function') matchMedia('(prefers-color-scheme: dark)').addEventListener?.('change', updateThemes);
   }
-  // The figure's own theme attribute (a figure may observe only its own attributes).
-  themeWatch.observe(figure, { attributes: true, attributeFilter: [ATTRIBUTES.theme] });
+  // The figure's own theme attribute needs no watch: every figure declares it (registry.js), so
+  // its attributeChangedCallback hears it.
 }
 
 // When the last figure leaves the page, the page-wide watch ends (a new figure starts it again).
