@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -72,7 +73,6 @@ TEST(ModelFileTest, LoadsEveryValueIntoTheRightView) {
   EXPECT_EQ(model->precision(), "f32");
   EXPECT_EQ(model->file_bytes(), bytes.size());
   EXPECT_EQ(model->crc32(), testing::GetU32(bytes, 144));
-  EXPECT_FALSE(model->weights().has_pooler);
   EXPECT_FALSE(model->weights().has_masked_lm_head);
 
   // Spot checks through the named views (row-major, PyTorch (out, in) order).
@@ -106,17 +106,41 @@ TEST(ModelFileTest, LoadsEveryValueIntoTheRightView) {
   EXPECT_EQ(model->parameter_count(), total);
 }
 
-TEST(ModelFileTest, LoadsOptionalPoolerAndMaskedLmHead) {
+// The pooler is checked but never decoded: nothing the engine computes reads it.
+TEST(ModelFileTest, LoadsMaskedLmHeadAndChecksButSkipsThePooler) {
   const ModelParts parts = RandomModel(TinyConfig(), 3, /*pooler=*/true, /*masked_lm_head=*/true);
   std::unique_ptr<Model> model;
   const Status status = Load(Serialize(parts), &model);
   ASSERT_TRUE(status.ok()) << status.message();
   const Weights& w = model->weights();
-  EXPECT_TRUE(w.has_pooler);
   EXPECT_TRUE(w.has_masked_lm_head);
   EXPECT_EQ(w.mlm_bias.size(), 40);
   EXPECT_EQ(w.mlm_bias(39), const_cast<ModelParts&>(parts).Find("cls.predictions.bias")->values[39]);
-  EXPECT_EQ(w.pooler_weight(1, 2), const_cast<ModelParts&>(parts).Find("pooler.dense.weight")->values[16 + 2]);
+  uint64_t all = 0, pooler = 0;
+  for (const TensorInfo& info : model->tensors()) {
+    all += info.spec.numel();
+    if (info.spec.group == TensorGroup::kPooler) {
+      EXPECT_FALSE(info.decoded) << info.spec.name;
+      pooler += info.spec.numel();
+    } else {
+      EXPECT_TRUE(info.decoded) << info.spec.name;
+    }
+  }
+  EXPECT_EQ(pooler, 16u * 16u + 16u);
+  EXPECT_EQ(model->parameter_count(), all);
+  EXPECT_EQ(model->decoded_count(), all - pooler);
+  model->ForEachTensor([&](const TensorInfo& info, const float*) { EXPECT_TRUE(info.decoded) << info.spec.name; });
+}
+
+TEST(ModelFileTest, ADamagedPoolerEntryIsStillRefused) {
+  ModelParts parts = RandomModel(TinyConfig(), 3, /*pooler=*/true, /*masked_lm_head=*/false);
+  parts.tensors.erase(std::remove_if(parts.tensors.begin(), parts.tensors.end(),
+                                     [](const auto& t) { return t.name == "pooler.dense.bias"; }),
+                      parts.tensors.end());
+  std::unique_ptr<Model> model;
+  const Status status = Load(Serialize(parts), &model);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("pooler group is all or none"), std::string::npos) << status.message();
 }
 
 TEST(ModelFileTest, DequantisesF16AndInt8) {

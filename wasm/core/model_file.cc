@@ -431,9 +431,10 @@ Status CheckSections(const uint8_t* data, size_t size, const Header& h) {
 }
 
 // Every entry of the tensor table checked against the tensors the config expects, placed in
-// the data section without overlap; *total_floats is the sum of their element counts.
+// the data section without overlap; *total_floats is the sum of the element counts of the tensors
+// that are decoded (all but the pooler), *parameters that of all of them.
 Status ReadTensorTable(const uint8_t* data, const Header& h, std::vector<TensorInfo>* tensors,
-                       uint64_t* total_floats) {
+                       uint64_t* total_floats, uint64_t* parameters) {
   using F = ModelFileFormat;
   const Section& table = h.sections[kTable];
   const Section& tensor_data = h.sections[kData];
@@ -461,6 +462,7 @@ Status ReadTensorTable(const uint8_t* data, const Header& h, std::vector<TensorI
   // Each count is at most V x d < 2^36 (ConfigLimits) and there are fewer than 2^13 tensors,
   // so the sum cannot wrap 64 bits; CheckModelBudget then bounds it for this build.
   uint64_t total = 0;
+  *parameters = 0;
   for (uint32_t i = 0; i < h.num_tensors; ++i) {
     status = CheckEntry(entries[i], expected[i], tensor_data.bytes,
                         h.rows_per_shard != 0 && expected[i].kind == TensorKind::kWordEmbeddings
@@ -472,6 +474,9 @@ Status ReadTensorTable(const uint8_t* data, const Header& h, std::vector<TensorI
     info.group_size = entries[i].group_size;
     info.file_offset = tensor_data.offset + entries[i].offset;
     info.byte_count = entries[i].bytes;
+    *parameters += info.spec.numel();
+    info.decoded = info.spec.group != TensorGroup::kPooler;
+    if (!info.decoded) continue;
     info.float_offset = total;
     total += info.spec.numel();
   }
@@ -559,8 +564,8 @@ Status Model::FromBuffer(const uint8_t* data, size_t size, std::unique_ptr<Model
   Status status = ParseHeader(data, size, &header);
   if (status.ok()) status = CheckSections(data, size, header);
   std::vector<TensorInfo> tensors;
-  uint64_t total_floats = 0;
-  if (status.ok()) status = ReadTensorTable(data, header, &tensors, &total_floats);
+  uint64_t total_floats = 0, parameters = 0;
+  if (status.ok()) status = ReadTensorTable(data, header, &tensors, &total_floats, &parameters);
   if (status.ok()) status = CheckModelBudget(total_floats);
   if (!status.ok()) return status;
 
@@ -575,9 +580,11 @@ Status Model::FromBuffer(const uint8_t* data, size_t size, std::unique_ptr<Model
                          " bytes; close other pages or use a smaller model");
   }
   model->float_count_ = total_floats;
+  model->parameter_count_ = parameters;
   bool dtype_seen[kDTypeCount] = {};
   for (const TensorInfo& info : tensors) {
     dtype_seen[static_cast<uint32_t>(info.dtype)] = true;
+    if (!info.decoded) continue;
     float* values = model->buffer_.get() + info.float_offset;
     if (header.rows_per_shard != 0 && info.spec.kind == TensorKind::kWordEmbeddings) {
       status = model->AdoptShardedWordEmbeddings(info, data + info.file_offset, header.rows_per_shard, values);
@@ -730,6 +737,7 @@ void Model::BindWeights() {
   weights_.layers.resize(c.num_hidden_layers);
   Weights& w = weights_;
   for (const TensorInfo& info : tensors_) {
+    if (!info.decoded) continue;
     const float* p = buffer_.get() + info.float_offset;
     const Eigen::Index rows = info.spec.shape[0], cols = info.spec.shape[1];
     LayerWeights* layer =
@@ -763,10 +771,7 @@ void Model::BindWeights() {
       case TensorKind::kOutputNormWeight: Reseat(&layer->output_norm_weight, p, d); break;
       case TensorKind::kOutputNormBias: Reseat(&layer->output_norm_bias, p, d); break;
       case TensorKind::kPoolerWeight:
-        w.has_pooler = true;
-        Reseat(&w.pooler_weight, p, d, d);
-        break;
-      case TensorKind::kPoolerBias: Reseat(&w.pooler_bias, p, d); break;
+      case TensorKind::kPoolerBias: break;  // never decoded (TensorInfo::decoded)
       case TensorKind::kMlmTransformWeight:
         w.has_masked_lm_head = true;
         Reseat(&w.mlm_transform_weight, p, d, d);

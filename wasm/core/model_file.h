@@ -149,10 +149,6 @@ struct Weights {
   ConstVectorMap embeddings_norm_bias{nullptr, 0};      // (d)
   std::vector<LayerWeights> layers;                     // L
 
-  bool has_pooler = false;
-  ConstMatrixMap pooler_weight{nullptr, 0, 0};  // (d, d)
-  ConstVectorMap pooler_bias{nullptr, 0};       // (d)
-
   // Masked-LM head; its decoder weight is word_embeddings (tied, as in BertForMaskedLM).
   bool has_masked_lm_head = false;
   ConstMatrixMap mlm_transform_weight{nullptr, 0, 0};   // (d, d)
@@ -170,6 +166,9 @@ struct TensorInfo {
   uint64_t file_offset = 0;  // absolute byte offset in the file
   uint64_t byte_count = 0;   // bytes in the file
   uint64_t float_offset = 0;  // index of its first value in the model's float buffer
+  // False for the pooler: its entry is checked like any other, but nothing the engine computes
+  // reads it, so its values are never decoded and take no memory.
+  bool decoded = true;
 };
 
 class Model {
@@ -193,7 +192,8 @@ class Model {
   const std::string& precision() const { return precision_; }
   uint64_t file_bytes() const { return file_bytes_; }
   uint32_t crc32() const { return crc32_; }
-  uint64_t parameter_count() const { return float_count_; }
+  uint64_t parameter_count() const { return parameter_count_; }  // every value the file holds
+  uint64_t decoded_count() const { return float_count_; }  // those decoded (all but the pooler)
 
   // The split layout (a core file): the word-embedding rows arrive shard by shard; until a
   // shard is loaded its rows are zero and the encoder refuses the ids in it.
@@ -214,11 +214,13 @@ class Model {
   // changes; loading a shard twice is harmless. *index (if given) is the shard's k.
   Status LoadWordEmbeddingShard(const uint8_t* data, size_t size, int32_t* index = nullptr);
 
-  // Calls visit(const TensorInfo&, const float* values) for every tensor in file order;
-  // values holds info.spec.numel() floats.
+  // Calls visit(const TensorInfo&, const float* values) for every decoded tensor in file order
+  // (every tensor but the pooler's); values holds info.spec.numel() floats.
   template <typename Visitor>
   void ForEachTensor(Visitor&& visit) const {
-    for (const TensorInfo& info : tensors_) visit(info, buffer_.get() + info.float_offset);
+    for (const TensorInfo& info : tensors_) {
+      if (info.decoded) visit(info, buffer_.get() + info.float_offset);
+    }
   }
 
  private:
@@ -240,6 +242,7 @@ class Model {
   };
   std::unique_ptr<float[], FreeDeleter> buffer_;
   uint64_t float_count_ = 0;
+  uint64_t parameter_count_ = 0;
   Weights weights_;  // views into buffer_
   // The split layout: R, which shards are in, and the word-embedding tensor's rans header
   // (levels, frequency table and the decoder's tables), read once, that every shard's lanes
