@@ -41,8 +41,31 @@ scripts/reference/make_test_fixtures.sh "$ATTN_FIXTURES_DIR"
 stage "GoogleTest (native)"
 ctest --preset native -j "$JOBS"
 
-stage "Python tests (model file, converter, reference)"
-"$PY" -m unittest discover -s tests/py
+# One background job at the lowest priority takes the second core while the stages in front use
+# one (the set statistics, the JS tests, the browser tests): the Python tests, then the three
+# sanitizer builds. At nice 19 it gets only what the stages in front leave idle, so their timings
+# are not disturbed. Its output goes to build/logs/background.log and is printed when it ends.
+background() {
+  echo "== Python tests (model file, converter, reference)"
+  local start=$SECONDS
+  "$PY" -m unittest discover -s tests/py
+  echo "   (Python tests: $((SECONDS - start)) s)"
+  echo "== builds: native with ASan + UBSan, wasm32 with ASan, the fuzz targets"
+  start=$SECONDS
+  scripts/build.sh native-asan
+  cmake --preset wasm-asan >/dev/null
+  cmake --build --preset wasm-asan -j "$JOBS" --target loader_tests
+  tests/fuzz/run.sh --build-only
+  echo "   (sanitizer builds: $((SECONDS - start)) s)"
+}
+mkdir -p build/logs
+background_log="$ROOT/build/logs/background.log"
+export -f background
+# Its own process group (setsid), so that a failure in front stops the whole job.
+setsid nice -n 19 bash -c 'set -euo pipefail; source scripts/env.sh; background' >"$background_log" 2>&1 &
+background_pid=$!
+trap 'kill -- "-$background_pid" 2>/dev/null || true' EXIT
+echo "   (in the background at nice 19: the Python tests, then the sanitizer builds; log $background_log)"
 
 stage "the site (engine, models, the split model, manifest, bundle, examples, set statistics)"
 node scripts/site/build_site.mjs
@@ -57,13 +80,20 @@ if ((${#browser_tests[@]})); then
   node --test --test-concurrency=1 "${browser_tests[@]}"
 fi
 
+stage "the background job: Python tests and sanitizer builds (waiting for it, then its log)"
+background_status=0
+wait "$background_pid" || background_status=$?
+trap - EXIT
+cat "$background_log"
+if ((background_status != 0)); then
+  echo "test: the background job failed (exit $background_status); its log is above"
+  exit "$background_status"
+fi
+
 stage "GoogleTest (AddressSanitizer + UBSan)"
-scripts/build.sh native-asan
 ctest --preset native-asan -j "$JOBS"
 
 stage "the loader's tests in wasm32 with AddressSanitizer (Emscripten, run by Node)"
-cmake --preset wasm-asan >/dev/null
-cmake --build --preset wasm-asan -j "$JOBS" --target loader_tests
 node --no-experimental-fetch build/wasm-asan/loader_tests.cjs
 
 stage "fuzzing (libFuzzer with ASan + UBSan)"

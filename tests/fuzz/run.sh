@@ -6,7 +6,9 @@
 # so the working one goes first and the repository is never written. Any crash, sanitizer
 # report, leak or broken promise fails the run; libFuzzer writes the input to build/fuzz/ as
 # crash-*.
+# Targets run $JOBS at a time (one per core), each into its own log, printed when it ends.
 # Usage: tests/fuzz/run.sh [SECONDS]     (scripts/test.sh runs it for 60 s per target)
+#        tests/fuzz/run.sh --build-only  (scripts/test.sh builds early, in the background)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/env.sh"
 cd "$ROOT"
@@ -14,16 +16,39 @@ seconds="${1:-30}"
 targets=(model_file tokenizer rans json)
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "$JOBS" --target "${targets[@]/%/_fuzz}"
+[[ "$seconds" == "--build-only" ]] && exit 0
 # max_len: a structure-aware model input needs a few hundred bytes to choose a config and
 # weights, and a rans input a byte or two per value it sets (up to three lanes); text beyond
 # 2 KB adds nothing the tokenizer has not seen, nor beyond 1 KB anything the JSON writer has.
 declare -A max_len=([model_file]=4096 [tokenizer]=2048 [rans]=4096 [json]=1024)
-for target in "${targets[@]}"; do
-  corpus="build/fuzz/corpus/$target"
+mkdir -p build/fuzz/logs
+fuzz_one() {
+  local target="$1" corpus="build/fuzz/corpus/$1"
   mkdir -p "$corpus"
-  echo "fuzz: $target for ${seconds} s"
   (cd build/fuzz && "./${target}_fuzz" -max_total_time="$seconds" -rss_limit_mb=4096 \
       -max_len="${max_len[$target]}" -print_final_stats=1 \
-      "../../$corpus" "../../tests/fuzz/corpus/$target" 2>&1 | tail -n 12)
-  test "${PIPESTATUS[0]}" -eq 0
+      "../../$corpus" "../../tests/fuzz/corpus/$target") >"build/fuzz/logs/$target.log" 2>&1
+}
+failed=0
+for ((first = 0; first < ${#targets[@]}; first += JOBS)); do
+  batch=("${targets[@]:first:JOBS}")
+  declare -A pid=()
+  for target in "${batch[@]}"; do
+    echo "fuzz: $target for ${seconds} s"
+    fuzz_one "$target" &
+    pid[$target]=$!
+  done
+  for target in "${batch[@]}"; do
+    status=0
+    wait "${pid[$target]}" || status=$?
+    echo "-- $target (exit $status)"
+    if ((status == 0)); then
+      grep -E '^(Done|stat::)' "build/fuzz/logs/$target.log" || true
+    else
+      tail -n 60 "build/fuzz/logs/$target.log"
+      failed=1
+    fi
+  done
+  unset pid
 done
+exit "$failed"
