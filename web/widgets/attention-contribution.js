@@ -201,7 +201,14 @@ class AttentionContribution extends AttentionFigure {
       return;
     }
     p.masked.replaceChildren(result.text.slice(0, result.tokens[token].start), h('span.mask', { text: MASK_TEXT }), result.text.slice(result.tokens[token].end));
-    if (view.mode !== 'live') return;
+  }
+
+  // A live view of a whole word: measures at once when the reader has asked (or the author set
+  // autoload), else offers the button with the size of what the first measurement fetches.
+  viewDrawn(view) {
+    const p = this._parts;
+    if (!p || view.mode !== 'live' || !wholeWord(view.result, view.token)) return;
+    const { result, token } = view;
     if (this._armed || this.hasAttribute(ATTRIBUTES.autoload)) {
       p.start.hidden = true;
       this.measureNow();

@@ -10,7 +10,7 @@ import { attentionRow, headLabel, isSpecial } from '../engine/result.js';
 import { headsForToken, labelledHeadName, shortHeadLabel } from './data.js';
 import { FULL_SCALE, rowPanel } from './bars.js';
 import { fmt, h, headShort, setText, svg } from './dom.js';
-import { CellReadout, partAt } from './readout.js';
+import { CellReadout, partAt, wireProbe } from './readout.js';
 
 const WIDTH = 100;
 const HEIGHT = 40;
@@ -173,7 +173,6 @@ class AttentionHeads extends AttentionFigure {
     // The readout: the column under the pointer (mouse, pen) or the one tapped, the head the
     // keyboard is on, else the selected head's largest weight.
     const readout = new CellReadout({ hint: 'point at or tap a column' });
-    let tapping = false;
     const probe = (event, source) => {
       const button = event.target.closest?.('button.multiple');
       const b = this._built;
@@ -187,11 +186,7 @@ class AttentionHeads extends AttentionFigure {
       else return;
       this.showReadout();
     };
-    group.addEventListener('pointermove', (event) => probe(event, tapping ? 'tap' : 'pointer'));
-    group.addEventListener('pointerdown', (event) => { tapping = event.pointerType !== 'mouse'; probe(event, 'tap'); });
-    group.addEventListener('pointerup', () => { tapping = false; });
-    group.addEventListener('pointerleave', (event) => {
-      if (event.pointerType !== 'mouse') return;
+    wireProbe(group, probe, () => {
       readout.leave();
       this.showReadout();
     });

@@ -10,8 +10,8 @@ import { attentionMatrix, attentionRow, headLabel, isSpecial, rowStat } from '..
 import { headsForToken, labelledHeadName, shortHeadLabel } from './data.js';
 import { fmt, h, headShort, setText } from './dom.js';
 import { barLegend, FULL_SCALE, RowChart, selectedRowPanels, specialShare } from './bars.js';
-import { TokenChips } from './controls.js';
-import { CellReadout, partAt } from './readout.js';
+import { CHIP_CSS, TokenChips } from './controls.js';
+import { CellReadout, partAt, wireProbe } from './readout.js';
 import { PRESETS } from '../state.js';
 import { tooLong } from '../engine/engine.js';
 import { textRefusal } from '../controller.js';
@@ -36,16 +36,10 @@ class AttentionInstrument extends AttentionFigure {
   .input-error { color: var(--attn-error); font-size: 0.86em; min-height: 1.3em; margin: 0.2em 0; }
   .example-note { color: var(--attn-muted); font-size: 0.86em; margin: 0.2em 0; }
   .options { font-size: 0.9em; margin: 0.2em 0 0.5em; }
-  .tokens { display: flex; flex-wrap: wrap; gap: 0.45em 0.35em; margin: 0.3em 0 0.9em; }
+  .tokens { display: flex; flex-wrap: wrap; gap: 0.45em 0.35em; margin: 0.3em 0 0.9em; --chip-size: 2.2em; --chip-font: 1em; }
   .word { display: inline-flex; flex-wrap: wrap; max-width: 100%; gap: 1px; padding-bottom: 3px; border-bottom: 2px solid var(--attn-line); }
   .word.multi { border-bottom-color: var(--attn-muted); }
-  .chip {
-    min-height: 2.2em; min-width: 2.2em; padding: 0.15em 0.5em; border-radius: 5px;
-    border: 1px solid var(--attn-line); background: var(--attn-bg);
-    max-width: 100%; overflow-wrap: anywhere;
-  }
-  .chip.special { font-style: italic; color: var(--attn-muted); }
-  .chip[aria-pressed="true"] { background: var(--attn-bar); color: var(--attn-bg); border-color: var(--attn-bar); font-style: normal; }
+  .tokens .chip { padding: 0.15em 0.5em; }
   /* One column on a phone (the picker, the row, the enlarged head); two from 620px, the enlarged
      head under the picker; three from 940px, the enlarged head beside the row. */
   .grid { display: grid; gap: 1em; grid-template-columns: minmax(0, 1fr); }
@@ -98,7 +92,7 @@ class AttentionInstrument extends AttentionFigure {
   .zoom .probe { outline: 2px solid var(--attn-focus); outline-offset: 0; }
   .zoom.dense .cols, .zoom.dense .rows { display: none; }
   .zoom.dense .zoom-grid { grid-template-columns: 0 minmax(0, 1fr); column-gap: 0; }
-  `;
+  ` + CHIP_CSS;
 
   constructor() {
     super();
@@ -187,10 +181,7 @@ class AttentionInstrument extends AttentionFigure {
       if (!cell || !this.view?.result) return;
       this.probeAt(cell.querySelector('canvas'), event, Number(cell.dataset.layer), Number(cell.dataset.head), source);
     };
-    this.pickerSlot.addEventListener('pointermove', (event) => probeCell(event, this._tapping ? 'tap' : 'pointer'));
-    this.pickerSlot.addEventListener('pointerdown', (event) => { this._tapping = event.pointerType !== 'mouse'; probeCell(event, 'tap'); });
-    this.pickerSlot.addEventListener('pointerup', () => { this._tapping = false; });
-    this.pickerSlot.addEventListener('pointerleave', (event) => this.leaveProbe(event));
+    wireProbe(this.pickerSlot, probeCell, () => this.leaveProbe());
     this.pickerSlot.addEventListener('focusin', (event) => {
       const cell = event.target.closest?.('button.cell');
       if (!cell?.matches(':focus-visible') || !this.view?.result) return;
@@ -325,10 +316,7 @@ class AttentionInstrument extends AttentionFigure {
       if (!this.view?.result) return;
       this.probeAt(canvas, event, this.view.layer, this.view.head, source);
     };
-    map.addEventListener('pointermove', (event) => probeMap(event, this._tapping ? 'tap' : 'pointer'));
-    map.addEventListener('pointerdown', (event) => { this._tapping = event.pointerType !== 'mouse'; probeMap(event, 'tap'); });
-    map.addEventListener('pointerup', () => { this._tapping = false; });
-    map.addEventListener('pointerleave', (event) => this.leaveProbe(event));
+    wireProbe(map, probeMap, () => this.leaveProbe());
     map.addEventListener('keydown', (event) => this.onMapKey(event));
     map.addEventListener('focus', () => {
       if (!map.matches(':focus-visible') || !this.view?.result) return;
@@ -359,8 +347,7 @@ class AttentionInstrument extends AttentionFigure {
     this.showReadout();
   }
 
-  leaveProbe(event) {
-    if (event.pointerType !== 'mouse') return;
+  leaveProbe() {
     this.readout.leave();
     this.showReadout();
   }

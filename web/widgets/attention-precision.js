@@ -85,7 +85,7 @@ class AttentionPrecision extends AttentionFigure {
   attributeChangedCallback(name, old, value) {
     if (name === ATTRIBUTES.plan) {
       this.plan = this.attributeValue(ATTRIBUTES.plan, 'shipped');
-      if (this.view) this.render(this.view);
+      if (this.view) { this.render(this.view); this.compareNow(this.view); }
     }
     super.attributeChangedCallback(name, old, value);
   }
@@ -140,6 +140,7 @@ class AttentionPrecision extends AttentionFigure {
       c.error = error.message;
     }
     this.render(this.view);
+    this.compareNow(this.view);
     this.updateTools();
   }
 
@@ -154,6 +155,30 @@ class AttentionPrecision extends AttentionFigure {
     this._loadingLine.textContent = parts.length ? `Downloading: ${parts.join('; ')}.` : 'Starting the downloads\u2026';
   }
 
+  viewDrawn(view) {
+    this.compareNow(view);
+  }
+
+  // Asks both engines for the sentence's analysis when either lacks it, and draws once both
+  // are in; only the newest request is drawn.
+  compareNow(view) {
+    const c = this.compare;
+    const sentence = view?.result?.text ?? view?.sentence;
+    if (c.state !== 'ready' || !sentence) return;
+    const refEngine = c.engines.reference;
+    const planEngine = c.engines[this.plan];
+    const ticket = this._compareLatest.next();
+    if (refEngine.peek(sentence) && planEngine.peek(sentence)) return;
+    const channel = `${this.channel}-precision`;
+    Promise.all([refEngine.analyze(sentence, { channel }), planEngine.analyze(sentence, { channel: `${channel}-plan` })]).then(() => {
+      if (this._compareLatest.current(ticket)) this.render(this.view);
+    }, (error) => {
+      if (isSuperseded(error) || !this._compareLatest.current(ticket)) return;
+      this._table = null;
+      this.bodyEl.replaceChildren(h('div.placeholder', {}, h('p', { text: `This sentence could not be compared: ${error.message}` })));
+    });
+  }
+
   render(view) {
     this._loadingLine = null;
     if (!view) return;
@@ -164,26 +189,14 @@ class AttentionPrecision extends AttentionFigure {
       this.renderIntro(view);
       return;
     }
-    // Both analyses run in the engine's worker; until they are here the figure keeps what it
-    // showed, and only the newest request is drawn.
-    const refEngine = c.engines.reference;
-    const planEngine = c.engines[this.plan];
-    const reference = refEngine.peek(sentence);
-    const other = planEngine.peek(sentence);
+    // Both analyses run in the engine's worker (compareNow); until they are here the figure
+    // keeps what it showed.
+    const reference = c.engines.reference.peek(sentence);
+    const other = c.engines[this.plan].peek(sentence);
     if (!reference || !other) {
-      const token = this._compareLatest.next();
-      const channel = `${this.channel}-precision`;
-      Promise.all([refEngine.analyze(sentence, { channel }), planEngine.analyze(sentence, { channel: `${channel}-plan` })]).then(() => {
-        if (this._compareLatest.current(token)) this.render(this.view);
-      }, (error) => {
-        if (isSuperseded(error) || !this._compareLatest.current(token)) return;
-        this._table = null;
-        this.bodyEl.replaceChildren(h('div.placeholder', {}, h('p', { text: `This sentence could not be compared: ${error.message}` })));
-      });
       if (!this._table) this.bodyEl.replaceChildren(h('div.placeholder', {}, h('p', { text: 'Comparing the two models\u2019 rows\u2026' })));
       return;
     }
-    this._compareLatest.next();
     const n = reference.n;
     const token = Math.min(view.token ?? 0, n - 1);
     const layer = Math.min(view.layer ?? 0, reference.layers - 1);
@@ -256,7 +269,7 @@ class AttentionPrecision extends AttentionFigure {
       PLANS.map((key) => {
         radios[key] = h('input', {
           type: 'radio', name: 'plan', value: key, checked: key === this.plan, dataset: { plan: key },
-          on: { change: () => { this.plan = key; this.render(this.view); this.updateTools(); } },
+          on: { change: () => { this.plan = key; this.render(this.view); this.compareNow(this.view); this.updateTools(); } },
         });
         return h('label', {}, radios[key], planLabel(key));
       }));

@@ -121,10 +121,15 @@ class AttentionPrediction extends AttentionFigure {
     const before = result.text.slice(0, Math.max(0, result.tokens[token].start));
     const after = result.text.slice(Math.max(0, result.tokens[token].end));
     p.masked.replaceChildren(before, h('span.mask', { text: MASK_TEXT }), after);
-    if (view.mode !== 'live') {
-      p.start.hidden = true;
-      return;
-    }
+    if (view.mode !== 'live') p.start.hidden = true;
+  }
+
+  // A live view of a maskable token: predicts at once when the reader has asked (or the author
+  // set autoload), else offers the button with the size of what the first prediction fetches.
+  viewDrawn(view) {
+    const p = this._parts;
+    if (!p || view.mode !== 'live' || !maskable(view.result, view.token)) return;
+    const { result, token } = view;
     if (this._armed || this.hasAttribute(ATTRIBUTES.autoload)) {
       p.start.hidden = true;
       this.predictNow();

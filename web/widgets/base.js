@@ -194,7 +194,12 @@ export class AttentionFigure extends HTMLElement {
     const previous = this._view;
     this._view = view;
     this.renderStatus(view);
-    if (this.bodyChanged(view, previous)) this.render(view, previous);
+    if (this.bodyChanged(view, previous)) {
+      this.render(view, previous);
+      // Engine work a new view calls for (a prediction) starts here, once the body is drawn:
+      // render() only draws.
+      this.viewDrawn?.(view, previous);
+    }
     this.updateTools();
   }
 

@@ -5,17 +5,23 @@ import { h, headName } from './dom.js';
 import { revealRow } from './bars.js';
 import { isSpecial } from '../engine/result.js';
 
-export const CONTROLS_CSS = `
-  .controls { display: flex; flex-wrap: wrap; gap: 0.4em 0.8em; align-items: center; margin-bottom: 0.5em; }
-  .controls select { max-width: 100%; padding: 0.2em 0.3em; border: 1px solid var(--attn-line); border-radius: 6px; background: var(--attn-bg); }
-  .tokens { display: flex; flex-wrap: wrap; gap: 0.3em; margin: 0 0 0.7em; }
+// The token chips (TokenChips), for every figure that has them. A figure sets --chip-size and
+// --chip-font to make them larger (the instrument's, the article's main control).
+export const CHIP_CSS = `
   .chip {
-    min-height: 2em; min-width: 2em; padding: 0.1em 0.45em; border-radius: 5px; font-size: 0.92em;
+    min-height: var(--chip-size, 2em); min-width: var(--chip-size, 2em); padding: 0.1em 0.45em;
+    border-radius: 5px; font-size: var(--chip-font, 0.92em);
     border: 1px solid var(--attn-line); background: var(--attn-bg); max-width: 100%; overflow-wrap: anywhere;
   }
   .chip.special { font-style: italic; color: var(--attn-muted); }
   .chip[aria-pressed="true"] { background: var(--attn-bar); color: var(--attn-bg); border-color: var(--attn-bar); font-style: normal; }
 `;
+
+export const CONTROLS_CSS = `
+  .controls { display: flex; flex-wrap: wrap; gap: 0.4em 0.8em; align-items: center; margin-bottom: 0.5em; }
+  .controls select { max-width: 100%; padding: 0.2em 0.3em; border: 1px solid var(--attn-line); border-radius: 6px; background: var(--attn-bg); }
+  .tokens { display: flex; flex-wrap: wrap; gap: 0.3em; margin: 0 0 0.7em; }
+` + CHIP_CSS;
 
 // The tokens as a group of toggle buttons, kept on screen: built once per sentence, then a new
 // selection changes only the two chips concerned. [CLS] and [SEP] are hidden unless

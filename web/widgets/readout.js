@@ -28,6 +28,17 @@ export function partAt(start, size, n, at) {
   return Math.min(n - 1, Math.floor(f * n));
 }
 
+// Wires a probe to the pointer over `target`: a mouse or pen moving over it probes with source
+// 'pointer'; a press, and a finger moving while it is down, with 'tap' (a phone has no hover, so
+// the tapped cell stays after the finger lifts); a mouse leaving calls leave(event).
+export function wireProbe(target, probe, leave) {
+  let tapping = false;
+  target.addEventListener('pointermove', (event) => probe(event, tapping ? 'tap' : 'pointer'));
+  target.addEventListener('pointerdown', (event) => { tapping = event.pointerType !== 'mouse'; probe(event, 'tap'); });
+  target.addEventListener('pointerup', () => { tapping = false; });
+  target.addEventListener('pointerleave', (event) => { if (event.pointerType === 'mouse') leave(event); });
+}
+
 export class CellReadout {
   // hint: what the line adds while it reads the selection (how to read another cell).
   constructor({ hint }) {
