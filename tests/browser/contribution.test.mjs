@@ -194,13 +194,13 @@ describe('contribution.html and its figures', { timeout: 900000 }, () => {
     await page.fill('#sentence', N16);
     await page.press('#sentence', 'Enter');
     await page.waitForFunction((s) => document.querySelector('attention-contribution')?.shadowRoot?.querySelector('table.contrib')?.dataset.text === s, N16, { timeout: LOAD_TIMEOUT_MS });
+    const n16 = await page.evaluate(async (text) => (await (await import('/engine/engine.js')).getEngine()).analyze(text).then((r) => r.n), N16);
+    assert.equal(n16, 16, 'the timing sentence is 16 tokens long');
     const times = [];
     for (const token of [2, 3, 6, 8, 10, 13]) {
       await page.locator(`attention-contribution button.chip[data-token="${token}"]`).click();
       await page.waitForFunction((k) => document.querySelector('attention-contribution').shadowRoot.querySelector('table.contrib')?.dataset.token === String(k), token, { timeout: LOAD_TIMEOUT_MS });
-      const now = await contributionShown(page);
-      assert.equal((await engineMeasure(page, N16, token)).n, 16);
-      times.push(now.ms);
+      times.push((await contributionShown(page)).ms);
     }
     times.sort((a, b) => a - b);
     const median = times[Math.floor(times.length / 2)];
