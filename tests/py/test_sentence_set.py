@@ -417,6 +417,18 @@ class SentenceSetTest(unittest.TestCase):
             self.assertEqual(result.returncode, 2)
             self.assertIn("--resamples needs a whole number", result.stderr)
 
+    def test_contribution_is_the_same_on_any_number_of_threads(self):
+        # The class's run used the default (one thread per core); one thread and more threads
+        # than sentences give the same words, value for value, in the same order.
+        common = ["--model", self.model_path, "--sentences", self.sentences_path, "--json",
+                  "--resamples", str(RESAMPLES), "--permutations", str(PERMUTATIONS)]
+        for threads in ("1", str(len(SENTENCES) + 2)):
+            other = self.run_cli(["contribution", *common, "--threads", threads])
+            self.assertEqual(other, self.contribution, f"--threads {threads} changed the result")
+        result = subprocess.run([CLI, "contribution", *common, "--threads", "0"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--threads needs a whole number from 1 to 64", result.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -2,12 +2,16 @@
 // set (core/sentence_set.h), as one JSON object on standard output. These are the numbers the
 // series' posts show; scripts/site/build_site.mjs runs both on the f32 model when it builds the
 // site. docs/ARCHITECTURE.md ("Set statistics") gives the JSON field by field.
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/commands.h"
@@ -24,6 +28,7 @@ struct SetOptions {
   bool json = false, per_sentence = false, progress = false;
   stats::BootstrapOptions bootstrap;
   int32_t permutations = 10000;
+  int32_t threads = 0;  // contribution: 0 = one per core (at most 8)
 };
 
 bool ParseCount(const char* s, long low, long high, long* out) {
@@ -52,6 +57,13 @@ int ParseSetOptions(const char* command, const char* usage, int argc, char** arg
       options->sentences_path = argv[++i];
     } else if (arg == "--shards" && has_value) {
       options->shards = argv[++i];
+    } else if (arg == "--threads" && has_value) {
+      if (!ParseCount(argv[++i], 1, 64, &value)) {
+        std::fprintf(stderr, "attention-cli %s: --threads needs a whole number from 1 to 64, got '%s'.\n%s",
+                     command, Printable(argv[i]).c_str(), usage);
+        return 2;
+      }
+      options->threads = static_cast<int32_t>(value);
     } else if ((arg == "--resamples" || arg == "--permutations" || arg == "--seed") && has_value) {
       if (!ParseCount(argv[++i], 0, 100000000, &value)) {
         std::fprintf(stderr, "attention-cli %s: %s needs a whole number from 0 to 100000000, got '%s'.\n%s",
@@ -158,11 +170,55 @@ constexpr const char* kProfileUsage =
 
 constexpr const char* kContributionUsage =
     "usage: attention-cli contribution --model FILE [--shards DIR] --sentences FILE --json\n"
-    "                                  [--resamples B] [--permutations P] [--seed S] [--progress]\n"
+    "                                  [--resamples B] [--permutations P] [--seed S] [--threads N] [--progress]\n"
     "  Every whole word of every sentence, masked alone: the exact probability of the original\n"
     "  word, each head's largest weight in the [MASK] row, and the probability with each head\n"
     "  alone removed (head_mask semantics); with a summary (bootstrap B, default 1000; the\n"
-    "  agreement's permutation null P, default 10000).\n";
+    "  agreement's permutation null P, default 10000). The sentences are measured on N threads\n"
+    "  (default one per core, at most 8; the result does not depend on N).\n";
+
+// MeasureContributions on several threads: each thread takes the next sentence not yet taken
+// and measures it on its own copy of the model (an analysis keeps its work space in the model
+// it runs on, so a copy serves one thread); the words are joined in sentence order. Each
+// sentence is measured alone, so the words are the ones one thread gives, value for value. The
+// first failing sentence's status is the result (it names that sentence).
+Status MeasureOnThreads(const SetOptions& options, LoadedModel& model, const std::vector<std::string>& sentences,
+                        std::vector<WordContribution>* words, const std::function<void(size_t, size_t)>& progress) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = std::min<size_t>(options.threads > 0 ? static_cast<size_t>(options.threads) : std::min(cores, 8u),
+                                          sentences.size());
+  if (threads <= 1) return MeasureContributions(model, sentences, words, progress);
+  std::vector<std::unique_ptr<LoadedModel>> copies(threads);
+  for (size_t t = 1; t < threads; ++t) {
+    Status status = LoadedModel::FromFile(options.model_path, &copies[t]);
+    if (status.ok() && !options.shards.empty()) status = LoadShardFolder(options.shards, copies[t].get());
+    if (!status.ok()) return status;
+  }
+  std::mutex lock;
+  std::atomic<size_t> next{0}, done{0};
+  std::vector<std::vector<WordContribution>> per_sentence(sentences.size());
+  std::vector<Status> statuses(sentences.size(), Status::Ok());
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      LoadedModel& mine = t == 0 ? model : *copies[t];
+      for (size_t s = next++; s < sentences.size(); s = next++) {
+        statuses[s] = MeasureContributions(mine, {sentences[s]}, &per_sentence[s], {}, s);
+        const size_t d = ++done;
+        if (!progress) continue;
+        std::lock_guard<std::mutex> guard(lock);
+        progress(d, sentences.size());
+      }
+    });
+  }
+  for (std::thread& thread : pool) thread.join();
+  words->clear();
+  for (size_t s = 0; s < sentences.size(); ++s) {
+    if (!statuses[s].ok()) return statuses[s];
+    words->insert(words->end(), std::make_move_iterator(per_sentence[s].begin()), std::make_move_iterator(per_sentence[s].end()));
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -242,7 +298,7 @@ int RunContribution(int argc, char** argv) {
   std::vector<std::string> sentences;
   if (!LoadInputs("contribution", options, &model, &sentences)) return 1;
   std::vector<WordContribution> words;
-  Status status = MeasureContributions(*model, sentences, &words, ProgressLine("contribution", options.progress));
+  Status status = MeasureOnThreads(options, *model, sentences, &words, ProgressLine("contribution", options.progress));
   if (!status.ok()) {
     std::fprintf(stderr, "attention-cli contribution: %s\n", Printable(status.message()).c_str());
     return 1;

@@ -116,7 +116,7 @@ bool IsWholeWord(const SentenceAnalysis& analysis, int32_t position) {
 
 Status MeasureContributions(LoadedModel& model, const std::vector<std::string>& sentences,
                             std::vector<WordContribution>* out,
-                            const std::function<void(size_t, size_t)>& progress) {
+                            const std::function<void(size_t, size_t)>& progress, size_t first) {
   if (sentences.empty()) return Status::Error("the sentence set is empty; give at least one sentence");
   const ModelConfig& config = model.model().config();
   const size_t heads = size_t{config.num_hidden_layers} * config.num_attention_heads;
@@ -125,13 +125,13 @@ Status MeasureContributions(LoadedModel& model, const std::vector<std::string>& 
   AnalysisOptions plain_options;
   plain_options.outputs = 0;
   for (size_t s = 0; s < sentences.size(); ++s) {
-    const std::string where = "sentence " + std::to_string(s + 1) + ": ";
+    const std::string where = "sentence " + std::to_string(first + s + 1) + ": ";
     Status status = AnalyzeText(model, sentences[s], plain_options, &plain);
     if (!status.ok()) return Status::Error(where + status.message());
     for (int32_t i = 0; i < plain.tokens(); ++i) {
       if (!IsWholeWord(plain, i)) continue;
       WordContribution w;
-      w.sentence = static_cast<int32_t>(s);
+      w.sentence = static_cast<int32_t>(first + s);
       w.token = i;
       w.id = plain.encoding.tokens[static_cast<size_t>(i)].id;
       w.word = plain.encoding.tokens[static_cast<size_t>(i)].text;

@@ -83,10 +83,12 @@ struct WordContribution {
 };
 
 // Measures every whole word of every sentence: 1 + L * H forward passes per word.
-// progress(done, total) is called after each sentence when given.
+// progress(done, total) is called after each sentence when given. first: the index of
+// sentences[0] in the whole set, for a caller that measures the set in parts (each word's
+// `sentence`, and the sentence a failure names, count from there).
 Status MeasureContributions(LoadedModel& model, const std::vector<std::string>& sentences,
                             std::vector<WordContribution>* out,
-                            const std::function<void(size_t, size_t)>& progress = {});
+                            const std::function<void(size_t, size_t)>& progress = {}, size_t first = 0);
 
 // A word is "predicted" when its original entry is in the model's top kPredictedRank at its
 // masked position.
