@@ -61,8 +61,11 @@ background() {
 mkdir -p build/logs
 background_log="$ROOT/build/logs/background.log"
 export -f background
-# Its own process group (setsid), so that a failure in front stops the whole job.
-setsid nice -n 19 bash -c 'set -euo pipefail; source scripts/env.sh; background' >"$background_log" 2>&1 &
+# Its own session (setsid), so that a failure in front stops the whole job. Where the kernel
+# groups a session's processes for scheduling (autogroup, Linux's default), nice acts only inside
+# the group and the group competes as an equal: so the group itself is set to nice 19 too.
+setsid nice -n 19 bash -c 'echo 19 > /proc/self/autogroup 2>/dev/null || true; set -euo pipefail; source scripts/env.sh; background' \
+  >"$background_log" 2>&1 &
 background_pid=$!
 trap 'kill -- "-$background_pid" 2>/dev/null || true' EXIT
 echo "   (in the background at nice 19: the Python tests, then the sanitizer builds; log $background_log)"
