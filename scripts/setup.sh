@@ -6,7 +6,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 packages=(cmake g++ make pkg-config libeigen3-dev googletest libgtest-dev emscripten unicode-data
           python3 python3-numpy python3-torch libopenblas0-pthread chromium
-          clang libclang-rt-14-dev)
+          clang libclang-rt-14-dev
+          hugo jekyll mkdocs)  # the integrations' tests build real sites (tests/browser/generators.test.mjs)
 if [[ "${1:-}" == "--train" ]]; then
   packages+=(dict-gcide wordnet-base fortunes bible-kjv bible-kjv-text debian-reference-en)
 fi

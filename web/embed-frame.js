@@ -4,7 +4,7 @@
 // the attributes that figure declares are copied (as attribute values, never markup), and model,
 // manifest and engine addresses must be on this site, so that a link cannot make the frame show
 // numbers from elsewhere.
-import { ATTRIBUTES, BARE_ATTRIBUTES, FIGURES, FRAME_WIDGET_PARAM, SOURCE_ATTRIBUTES } from './dist/attention-widgets.js';
+import { ATTRIBUTES, BARE_ATTRIBUTES, FIGURES, FRAME_MESSAGES, FRAME_WIDGET_PARAM, SOURCE_ATTRIBUTES } from './dist/attention-widgets.js';
 
 function sameOrigin(value) {
   try {
@@ -38,11 +38,11 @@ function mount() {
   const sentence = params.get(ATTRIBUTES.sentence);
   if (sentence) document.title = `Attention figure: ${sentence}`;
   document.body.append(figure);
-  // A host's dark toggle may also tell a frame already open, without reloading it:
-  // frame.contentWindow.postMessage({ type: 'attention-theme', theme: 'dark' }, '*').
+  // The host's theme, from its helper (dist/attention-frames.js) or its own script, reaches a
+  // frame already open without reloading it: { type: FRAME_MESSAGES.theme, theme: 'dark' }.
   // Only the theme can be set so, to one of its three values.
   window.addEventListener('message', (event) => {
-    if (event.source !== window.parent || event.data?.type !== 'attention-theme') return;
+    if (event.source !== window.parent || event.data?.type !== FRAME_MESSAGES.theme) return;
     const value = event.data.theme;
     if (value !== 'light' && value !== 'dark' && value !== 'auto') return;
     figure.setAttribute(ATTRIBUTES.theme, value);
@@ -61,8 +61,8 @@ function drawn(figure) {
 }
 
 // The frame tells its parent how tall its content is whenever that changes, once the figure has
-// drawn, so that the host can size the iframe to it (README, "Embedding"): { type:
-// 'attention-height', height } with height in CSS pixels, an integer. It sends nothing else, and
+// drawn, so that the host (its helper, dist/attention-frames.js) can size the iframe to it: {
+// type: FRAME_MESSAGES.height, height } with height in CSS pixels, an integer. It sends nothing else, and
 // nothing about the reader. (css/embed.css fixes the figure's scrolling heights in the frame,
 // which would otherwise follow the frame's own height through vh units, and so the host's sizing.)
 function reportHeight(figure) {
@@ -73,9 +73,26 @@ function reportHeight(figure) {
     const height = Math.ceil(document.documentElement.getBoundingClientRect().height);
     if (height === last) return;
     last = height;
-    window.parent.postMessage({ type: 'attention-height', height }, '*');
+    window.parent.postMessage({ type: FRAME_MESSAGES.height, height }, '*');
   };
   new ResizeObserver(send).observe(document.documentElement);
+  // A frame off the host's screen is not rendered (browsers throttle it), so its ResizeObserver
+  // stays silent until the reader scrolls to it, and the host would keep the placeholder height
+  // till then. Every change the figure draws is also a DOM mutation, which is delivered
+  // regardless: after each batch, the height is measured (getBoundingClientRect lays the page out
+  // if it must) and sent if it changed.
+  let queued = false;
+  const soon = () => {
+    if (queued) return;
+    queued = true;
+    setTimeout(() => {
+      queued = false;
+      send();
+    }, 0);
+  };
+  const watch = { childList: true, subtree: true, attributes: true, characterData: true };
+  new MutationObserver(soon).observe(document.body, watch);
+  if (figure.shadowRoot) new MutationObserver(soon).observe(figure.shadowRoot, watch);
   send();
 }
 

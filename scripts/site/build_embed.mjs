@@ -12,10 +12,16 @@ import { WIDGETS_BANNER } from './licence_banners.mjs';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BUNDLE_PATH = join(root, 'web', 'dist', 'attention-widgets.js');
 
-// outfile: where to write the bundle (tests/js/licence.test.mjs builds one in a temporary folder).
-export async function buildEmbed({ outfile = BUNDLE_PATH } = {}) {
+// outfile: where to write the bundle (tests/js/licence.test.mjs builds one in a temporary folder);
+// the helper goes beside it.
+export async function buildEmbed({ outfile = BUNDLE_PATH, helperOutfile = join(dirname(outfile), 'attention-frames.js') } = {}) {
+  await bundle(join(root, 'web', 'widgets', 'index.js'), outfile);
+  await bundle(join(root, 'web', 'widgets', 'frame-host.js'), helperOutfile);
+}
+
+async function bundle(entry, outfile) {
   await build({
-    entryPoints: [join(root, 'web', 'widgets', 'index.js')],
+    entryPoints: [entry],
     outfile,
     bundle: true,
     format: 'esm',

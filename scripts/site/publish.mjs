@@ -33,9 +33,10 @@ export const BASE_FILES = Object.freeze([
   'engine/protocol.js',
   'engine/result.js',
 ]);
-export const FRAME_FILES = Object.freeze(['embed.html', 'embed-frame.js', 'css/embed.css']);
-// Beside the code: the bundle's source map (the bundle names it) and the terms.
-export const EXTRA_FILES = Object.freeze(['dist/attention-widgets.js.map']);
+// The iframe form, and the host's helper that sizes its frames and passes the host's theme on.
+export const FRAME_FILES = Object.freeze(['embed.html', 'embed-frame.js', 'css/embed.css', 'dist/attention-frames.js']);
+// Beside the code: the bundles' source maps (each bundle names its own) and the terms.
+export const EXTRA_FILES = Object.freeze(['dist/attention-widgets.js.map', 'dist/attention-frames.js.map']);
 export const TERMS_FILES = Object.freeze(['LICENSE', 'NOTICE']);
 // The list of what publish wrote, in the folder it wrote.
 export const MARKER = 'PUBLISHED.txt';

@@ -1,4 +1,4 @@
-// The site under a strict Content-Security-Policy, in Debian's Chromium: with the policy below
+// The site under a strict Content-Security-Policy, in Debian's Chromium: with STRICT_CSP (harness.mjs)
 // (no 'unsafe-eval', no inline script, nothing from another origin) the article goes live with
 // its engine in a worker and answers a typed sentence, each series post and the iframe form
 // draw, and the embed demo on a second origin runs with the lines the README tells such a host
@@ -10,23 +10,11 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium, serve, startHost, waitReady } from './harness.mjs';
+import { hostCsp, launchChromium, openStrict as openPage, serve, startHost, STRICT_CSP, waitReady } from './harness.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
 const LOAD_TIMEOUT_MS = 90000;
-
-// The policy the README's "Embedding" section gives: no inline script and no inline style (the
-// figures' styles are constructed style sheets, their sizes set through the CSSOM).
-export const STRICT_CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; "
-  + "img-src 'self' data: blob:; object-src 'none'; base-uri 'none'";
-// What a host on another origin adds for the widgets' origin W (README, "Embedding"): W's scripts
-// and files, and a worker-src with blob: and W, since the worker starts from a Blob of the host's
-// origin and its module imports are checked against worker-src (Chromium reports such a refusal
-// to nobody: the worker just fails to start, hence the test that the engine runs in one).
-const hostCsp = (widgets) => `default-src 'self'; script-src 'self' ${widgets} 'wasm-unsafe-eval'; `
-  + `connect-src 'self' ${widgets}; worker-src 'self' blob: ${widgets}; style-src 'self'; `
-  + "img-src 'self' data: blob:; object-src 'none'; base-uri 'none'";
 
 let site;
 let siteUrl;
@@ -49,33 +37,7 @@ after(async () => {
   host?.close();
 });
 
-// A page with every violation and error it meets recorded: the page's securitypolicyviolation
-// events, console lines that report a refusal (a worker's violations reach the console only),
-// page errors.
-async function openStrict(url, { width = 1280, height = 900 } = {}) {
-  const context = await browser.newContext({ viewport: { width, height } });
-  const page = await context.newPage();
-  const problems = [];
-  await page.addInitScript(() => {
-    document.addEventListener('securitypolicyviolation', (event) => {
-      (globalThis.__violations ??= []).push(`${event.violatedDirective} blocked ${event.blockedURI || 'inline'} (${event.sourceFile}:${event.lineNumber})`);
-    });
-  });
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  page.on('console', (message) => {
-    if (/Content.Security.Policy|Refused to/i.test(message.text())) problems.push(`console: ${message.text()}`);
-  });
-  page.on('worker', (worker) => worker.on?.('console', (message) => {
-    if (/Content.Security.Policy|Refused to/i.test(message.text())) problems.push(`worker console: ${message.text()}`);
-  }));
-  const response = await page.goto(url);
-  assert.equal(response.headers()['content-security-policy'] !== undefined, true, `${url} was served without the policy`);
-  const check = async () => {
-    const violations = await page.evaluate(() => globalThis.__violations ?? []);
-    assert.deepEqual([...problems, ...violations], [], `${url}: policy violations or errors`);
-  };
-  return { page, context, check };
-}
+const openStrict = (url, options) => openPage(browser, url, options);
 
 const ready = (page, selector, timeout = LOAD_TIMEOUT_MS) => waitReady(page, selector, timeout);
 
@@ -144,6 +106,24 @@ describe('a strict Content-Security-Policy', { timeout: 400000 }, () => {
       await context.close();
     } finally {
       strict.close();
+    }
+  });
+
+  test('a host whose policy leaves the widgets\u2019 site out of connect-src gets a figure that names the directive and the origin', async () => {
+    const widgets = new URL(siteUrl).origin;
+    const policy = hostCsp(widgets).replace(`connect-src 'self' ${widgets}`, "connect-src 'self'");
+    const lacking = await startHost(web, { headers: { 'Content-Security-Policy': policy } });
+    try {
+      const context = await browser.newContext({ viewport: { width: 900, height: 700 } });
+      const page = await context.newPage();
+      await page.goto(`${lacking.url}embed-demo.html?from=${encodeURIComponent(siteUrl)}`);
+      await page.locator('#row .status[data-mode="error"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
+      const said = await page.locator('#row .status').innerText();
+      assert.match(said, /Content-Security-Policy does not allow it \(connect-src\)/, said);
+      assert.ok(said.includes(`connect-src 'self' ${widgets}`), said);
+      await context.close();
+    } finally {
+      lacking.close();
     }
   });
 

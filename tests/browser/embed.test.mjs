@@ -571,7 +571,7 @@ describe('article permalinks and embed controls', { timeout: 180000 }, () => {
         assert.ok(snippets[tag].includes('sentence="She said &quot;yes&quot; &amp; &lt;left&gt;."'), `${tag}: ${snippets[tag]}`);
       }
       const frame = await page.locator(`${tag} textarea.snippet`).nth(1).inputValue();
-      assert.match(frame, /^<iframe src="[^"]+\/embed\.html\?widget=/);
+      assert.match(frame, /^<script type="module" src="[^"]+\/dist\/attention-frames\.js"><\/script>\n<iframe src="[^"]+\/embed\.html\?widget=/);
     }
     assert.match(snippets['attention-instrument'], /word="2" layer="4" head="1"|word="[^"]+" layer="4" head="1"/);
 

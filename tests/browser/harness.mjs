@@ -1,5 +1,6 @@
 // What the browser tests and the benchmark share: how to start Debian's Chromium headless here
 // and how to serve a folder on a free localhost port.
+import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -121,6 +122,10 @@ export async function openInstrument(page, timeout = 90000) {
 }
 
 // Figure 1's sentence on screen (its bars' data-sentence), or null.
+// The loaded model's shape from a figure's result: the tests never assume how many layers and
+// heads it has.
+export const modelShape = (page, selector = '#instrument') => page.locator(selector).evaluate((el) => ({ layers: el.result.layers, heads: el.result.heads }));
+
 export const shownSentence = (page) => page.evaluate(() => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence ?? null);
 
 // Types sentence into the instrument's box and presses Enter; unless wait is false, waits until
@@ -144,3 +149,45 @@ export function waitReady(page, selector, timeout = 90000) {
 // Text a reader might type that would run script or make elements if a page inserted it as
 // HTML: the posts' tests type it and check that nothing of it happens.
 export const HOSTILE_TEXT = '<img src=x onerror="window.__injected=1"><script>window.__injected=2</script><b>bold</b> it was';
+
+// The policy the README's "Embedding" section gives: no inline script and no inline style (the
+// figures' styles are constructed style sheets, their sizes set through the CSSOM).
+export const STRICT_CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; "
+  + "img-src 'self' data: blob:; object-src 'none'; base-uri 'none'";
+// What a host on another origin adds for the widgets' origin W (README, "Embedding"): W's scripts
+// and files, and a worker-src with blob: and W, since the worker starts from a Blob of the host's
+// origin and its module imports are checked against worker-src (Chromium reports such a refusal
+// to nobody: the worker just fails to start, hence the test that the engine runs in one).
+export const hostCsp = (widgets) => `default-src 'self'; script-src 'self' ${widgets} 'wasm-unsafe-eval'; `
+  + `connect-src 'self' ${widgets}; worker-src 'self' blob: ${widgets}; style-src 'self'; `
+  + "img-src 'self' data: blob:; object-src 'none'; base-uri 'none'";
+
+// A page of `browser` with every violation and error it meets recorded: the page's securitypolicyviolation
+// events, console lines that report a refusal (a worker's violations reach the console only),
+// page errors.
+// ignore(line): true for a violation that is the host's own (a site generator's theme with inline
+// scripts), which the check leaves out.
+export async function openStrict(browser, url, { width = 1280, height = 900, ignore = () => false } = {}) {
+  const context = await browser.newContext({ viewport: { width, height } });
+  const page = await context.newPage();
+  const problems = [];
+  await page.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (event) => {
+      (globalThis.__violations ??= []).push(`${event.violatedDirective} blocked ${event.blockedURI || 'inline'} (${event.sourceFile}:${event.lineNumber})`);
+    });
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (/Content.Security.Policy|Refused to/i.test(message.text())) problems.push(`console: ${message.text()}`);
+  });
+  page.on('worker', (worker) => worker.on?.('console', (message) => {
+    if (/Content.Security.Policy|Refused to/i.test(message.text())) problems.push(`worker console: ${message.text()}`);
+  }));
+  const response = await page.goto(url);
+  assert.equal(response.headers()['content-security-policy'] !== undefined, true, `${url} was served without the policy`);
+  const check = async () => {
+    const violations = await page.evaluate(() => globalThis.__violations ?? []);
+    assert.deepEqual([...problems, ...violations].filter((line) => !ignore(line)), [], `${url}: policy violations or errors`);
+  };
+  return { page, context, check };
+}

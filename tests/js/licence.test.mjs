@@ -64,6 +64,8 @@ test('the widgets bundle starts with its licence banner', async () => {
   assert.ok(bundle.startsWith(`${WIDGETS_BANNER}\n`), `the bundle does not start with the banner: ${bundle.slice(0, 120)}`);
   assert.ok(WIDGETS_BANNER.startsWith('/*!') && WIDGETS_BANNER.includes(LICENCE_LINE));
   assert.match(WIDGETS_BANNER, /GPL-2\.0-or-later/);
+  const helper = readRequired(join(dir, 'dist', 'attention-frames.js'), 'esbuild wrote no frame helper').toString('utf8');
+  assert.ok(helper.startsWith(`${WIDGETS_BANNER}\n`), 'the frame helper does not start with the banner');
 });
 
 test('the engine glue that build_site serves starts with its licence banner', async () => {

@@ -35,6 +35,36 @@ export async function openCache() {
 
 // The response for url: from the cache under cacheKey when it is there, else from the network;
 // with reload, straight from the server, past the cache and the browser's HTTP cache.
+// Downloads the host page's Content-Security-Policy refused (connect-src): a refused fetch fails
+// as a network error would, so the policy's own report tells the two apart. Recorded in the page
+// and in the engine's worker (both are event targets of securitypolicyviolation).
+const refusedByPolicy = [];
+globalThis.addEventListener?.('securitypolicyviolation', (event) => {
+  if (/^connect-src/.test(event.effectiveDirective ?? event.violatedDirective ?? '')) refusedByPolicy.push(event.blockedURI);
+});
+
+// The error for a fetch that failed before any answer: the page's policy, when its report says
+// so, else the network.
+async function fetchFailure(url, error) {
+  const origin = await policyRefused(url);
+  if (origin) {
+    return new EngineError('csp', `Could not download ${url}: the page's Content-Security-Policy does not allow it (connect-src). The page's author adds ${origin} to connect-src, e.g. connect-src 'self' ${origin}.`, { cause: error });
+  }
+  return new EngineError('network', `Could not download ${url}: the network request failed (${error.message}). Check the connection and the address, then retry.`, { cause: error });
+}
+
+async function policyRefused(url) {
+  // The report is dispatched as a task of its own, around when the fetch fails.
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  let origin = '';
+  try {
+    origin = new URL(url, globalThis.location?.href).origin;
+  } catch {
+    return null;
+  }
+  return refusedByPolicy.some((blocked) => blocked === url || blocked.startsWith(origin)) ? origin : null;
+}
+
 async function openResponse(url, cacheKey, { reload = false } = {}) {
   const cache = cacheKey ? await openCache() : null;
   let response = cache && !reload ? await cache.match(cacheKey) : undefined;
@@ -43,7 +73,7 @@ async function openResponse(url, cacheKey, { reload = false } = {}) {
     try {
       response = await fetch(url, { cache: reload ? 'reload' : 'no-cache' });
     } catch (error) {
-      throw new EngineError('network', `Could not download ${url}: the network request failed (${error.message}). Check the connection and the address, then retry.`, { cause: error });
+      throw await fetchFailure(url, error);
     }
     if (!response.ok) {
       throw new EngineError('http', `Could not download ${url}: the server answered ${response.status} ${response.statusText}.`.replace(' .', '.'));
@@ -206,7 +236,7 @@ export async function fetchJson(url) {
   try {
     response = await fetch(url, { cache: 'no-cache' });
   } catch (error) {
-    throw new EngineError('network', `Could not download ${url}: the network request failed (${error.message}).`, { cause: error });
+    throw await fetchFailure(url, error);
   }
   if (!response.ok) throw new EngineError('http', `Could not download ${url}: the server answered ${response.status}.`);
   try {

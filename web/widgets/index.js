@@ -14,5 +14,5 @@ import './attention-prediction.js';
 import './attention-contribution.js';
 
 export { ATTRIBUTES, BARE_ATTRIBUTES, FIGURES, SOURCE_ATTRIBUTES, TAGS } from './registry.js';
-export { FRAME_WIDGET_PARAM } from './snippet.js';
+export { FRAME_MESSAGES, FRAME_WIDGET_PARAM } from './snippet.js';
 export { getEngine } from '../engine/engine.js';

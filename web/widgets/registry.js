@@ -88,19 +88,37 @@ export function parseAttribute(name, raw) {
 const MODEL_FIGURE = Object.freeze([ATTRIBUTES.sentence, ATTRIBUTES.word, ATTRIBUTES.layer, ATTRIBUTES.head, ATTRIBUTES.hideSpecial,
   ATTRIBUTES.modelSrc, ATTRIBUTES.manifestSrc, ATTRIBUTES.engineSrc, ATTRIBUTES.theme]);
 
-const entry = (tag, attributes, frameHeight, exportable = true) => Object.freeze({ tag, attributes: Object.freeze(attributes), frameHeight, exportable });
+const entry = (tag, attributes, frameHeight, reserve, exportable = true) => Object.freeze({
+  tag, attributes: Object.freeze(attributes), frameHeight, reserve: reserve && Object.freeze(reserve), exportable,
+});
+
+// A figure's reserve: the height (CSS pixels) it keeps until it has something to draw, about what
+// its live form takes for a sentence of ten to fifteen words, `narrow` below RESERVE_WIDE_FROM px
+// of viewport and `wide` from there, so that the page under it does not move when it goes live.
+// Measured with the default model's opening sentence; a longer sentence takes more.
+export const RESERVE_WIDE_FROM = 700;
+// As CSS for a selector: `:host` (the figure's own sheet), or the tag (the host page's lines for
+// the time before the bundle has run, when the element is an unknown one, inline, on which a
+// min-height does nothing: hence display: block).
+export function reserveCss(reserve, selector = ':host') {
+  if (!reserve) return '';
+  return `${selector} { display: block; min-height: ${reserve.narrow}px; }\n@media (min-width: ${RESERVE_WIDE_FROM}px) { ${selector} { min-height: ${reserve.wide}px; } }\n`;
+}
 
 // Every figure, by the short name that embed.html's `widget` parameter takes.
+// The heights (frameHeight for the iframe form; reserve for the element) were measured with the
+// default model's opening sentence in a column 696 px wide (wide) and 366 px wide (narrow), the
+// prediction, contribution and precision figures before the reader presses their buttons.
 export const FIGURES = Object.freeze({
-  instrument: entry('attention-instrument', MODEL_FIGURE, 520),
-  row: entry('attention-row', MODEL_FIGURE, 640),
-  mechanism: entry('attention-mechanism', MODEL_FIGURE, 900),
-  softmax: entry('softmax-lab', [ATTRIBUTES.scores, ATTRIBUTES.theme], 420),
-  compare: entry('attention-compare', [...MODEL_FIGURE, ATTRIBUTES.heads], 760),
-  heads: entry('attention-heads', MODEL_FIGURE, 520),
-  precision: entry('attention-precision', [...MODEL_FIGURE, ATTRIBUTES.plan], 900),
-  prediction: entry('attention-prediction', [...MODEL_FIGURE, ATTRIBUTES.removed, ATTRIBUTES.autoload], 620, false),
-  contribution: entry('attention-contribution', [...MODEL_FIGURE, ATTRIBUTES.sort, ATTRIBUTES.autoload], 900, false),
+  instrument: entry('attention-instrument', MODEL_FIGURE, 1280, { wide: 1260, narrow: 2110 }),
+  row: entry('attention-row', MODEL_FIGURE, 670, { wide: 650, narrow: 810 }),
+  mechanism: entry('attention-mechanism', MODEL_FIGURE, 970, { wide: 950, narrow: 1260 }),
+  softmax: entry('softmax-lab', [ATTRIBUTES.scores, ATTRIBUTES.theme], 360, null),
+  compare: entry('attention-compare', [...MODEL_FIGURE, ATTRIBUTES.heads], 1540, { wide: 1520, narrow: 1650 }),
+  heads: entry('attention-heads', MODEL_FIGURE, 860, { wide: 850, narrow: 1630 }),
+  precision: entry('attention-precision', [...MODEL_FIGURE, ATTRIBUTES.plan], 210, { wide: 190, narrow: 320 }),
+  prediction: entry('attention-prediction', [...MODEL_FIGURE, ATTRIBUTES.removed, ATTRIBUTES.autoload], 260, { wide: 240, narrow: 410 }, false),
+  contribution: entry('attention-contribution', [...MODEL_FIGURE, ATTRIBUTES.sort, ATTRIBUTES.autoload], 310, { wide: 290, narrow: 490 }, false),
 });
 
 export const TAGS = Object.freeze(Object.fromEntries(Object.entries(FIGURES).map(([key, f]) => [key, f.tag])));

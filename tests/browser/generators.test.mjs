@@ -1,0 +1,133 @@
+// The shipped integrations (integrations/), on real static-site generators from Debian's
+// packages: a Hugo site with the shortcode, a Jekyll site with the include and an MkDocs site
+// with the override template are built from a post that shows every registered figure, then
+// served on a second origin under the strict policy a host adds for the widgets' origin
+// (hostCsp, harness.mjs), with the widgets served from the folder publish.mjs writes. Every
+// figure must go live (its status line says so; the softmax lab, which needs no model, draws its
+// bars) with no policy violation or page error of the widgets'. MkDocs' stock theme has inline
+// scripts of its own, which such a policy refuses: those, and only those, are the theme's.
+// Needs the assembled site (node scripts/site/build_site.mjs) and hugo, jekyll and mkdocs
+// (scripts/setup.sh installs them).
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { hostCsp, launchChromium, openStrict, serve } from './harness.mjs';
+import { publish } from '../../scripts/site/publish.mjs';
+import { FIGURES } from '../../web/widgets/registry.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const web = join(root, 'web');
+const integrations = join(root, 'integrations');
+const LOAD_TIMEOUT_MS = 90000;
+const SENTENCE = 'The keys to the cabinet are on the table.';
+
+let scratch;
+let widgets;
+let widgetsUrl;
+let browser;
+const servers = [];
+
+before(async () => {
+  assert.ok(existsSync(join(web, 'models', 'manifest.json')), 'web/models/manifest.json is missing: run node scripts/site/build_site.mjs first.');
+  for (const tool of ['hugo', 'jekyll', 'mkdocs']) {
+    assert.doesNotThrow(() => execFileSync('sh', ['-c', `command -v ${tool}`]), `${tool} is missing: run scripts/setup.sh`);
+  }
+  scratch = mkdtempSync(join(tmpdir(), 'attention-generators-'));
+  publish({ out: join(scratch, 'widgets'), quiet: true });
+  widgets = await serve(join(scratch, 'widgets'));
+  widgetsUrl = `http://127.0.0.1:${widgets.server.address().port}/`;
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  widgets?.close();
+  for (const server of servers) server.close();
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+// The post's figures, one of each registered kind, with the attributes an author writes.
+const POST_FIGURES = Object.keys(FIGURES).map((key) => ({ key, sentence: SENTENCE, word: 'are' }));
+
+// The built site served on localhost (the widgets are on 127.0.0.1: another origin) under the
+// host's strict policy.
+async function serveBuilt(folder) {
+  const server = await serve(folder, { cors: false, headers: { 'Content-Security-Policy': hostCsp(new URL(widgetsUrl).origin) } });
+  servers.push(server);
+  return `http://localhost:${server.server.address().port}/`;
+}
+
+// Every figure of the page goes live, and the policy check passes.
+async function checkPage(url, { ignore } = {}) {
+  const { page, context, check } = await openStrict(browser, url, { ignore });
+  for (const { key } of POST_FIGURES) {
+    const tag = FIGURES[key].tag;
+    const figure = page.locator(tag).first();
+    await figure.waitFor({ state: 'attached', timeout: LOAD_TIMEOUT_MS });
+    if (key === 'softmax') {
+      await page.waitForFunction((t) => [...(document.querySelector(t)?.shadowRoot?.querySelectorAll('.bar') ?? [])].some((b) => b.getBoundingClientRect().width > 5), tag, { timeout: LOAD_TIMEOUT_MS });
+    } else {
+      await page.locator(`${tag} .status[data-mode="live"]`).first().waitFor({ timeout: LOAD_TIMEOUT_MS });
+    }
+  }
+  const sentences = await page.evaluate(() => [...document.querySelectorAll('attention-row, attention-heads')].map((el) => el.selection?.sentence));
+  assert.deepEqual(sentences, [SENTENCE, SENTENCE], 'the figures analyse the sentence the post gave them');
+  await check();
+  await context.close();
+}
+
+describe('static-site generators with the shipped integrations', { timeout: 600000 }, () => {
+  test('Hugo: the shortcode writes the script line once and every figure, which goes live under a strict policy', async () => {
+    const site = join(scratch, 'hugo');
+    mkdirSync(join(site, 'content'), { recursive: true });
+    cpSync(join(integrations, 'hugo', 'layouts'), join(site, 'layouts'), { recursive: true });
+    mkdirSync(join(site, 'layouts', '_default'), { recursive: true });
+    const layout = '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{{ .Title }}</title></head><body><main>{{ .Content }}</main></body></html>\n';
+    writeFileSync(join(site, 'layouts', '_default', 'single.html'), layout);
+    writeFileSync(join(site, 'layouts', '_default', 'list.html'), layout);
+    writeFileSync(join(site, 'hugo.toml'), `baseURL = "http://localhost/"\ntitle = "A blog"\ndisableKinds = ["taxonomy", "term", "RSS", "sitemap"]\n[params]\nattentionWidgets = "${widgetsUrl}"\n`);
+    const shortcodes = POST_FIGURES.map(({ key, sentence, word }) => `{{< attention figure="${key}" sentence="${sentence}" word="${word}" />}}`).join('\n\n');
+    writeFileSync(join(site, 'content', 'post.md'), `---\ntitle: "A post"\n---\nSome prose.\n\n${shortcodes}\n`);
+    execFileSync('hugo', ['--quiet', '-s', site, '-d', join(site, 'public')], { stdio: 'pipe' });
+    // A misspelt parameter stops the build and names it.
+    writeFileSync(join(site, 'content', 'bad.md'), '---\ntitle: "Bad"\n---\n{{< attention figure="row" sentense="x" />}}\n');
+    assert.throws(() => execFileSync('hugo', ['-s', site, '-d', join(site, 'public-bad')], { stdio: 'pipe' }),
+      (error) => /has no parameter "sentense"/.test(`${error.stdout}${error.stderr}`));
+    rmSync(join(site, 'content', 'bad.md'));
+    const base = await serveBuilt(join(site, 'public'));
+    await checkPage(`${base}post/`);
+  });
+
+  test('Jekyll: the include writes the script line once and every figure, which goes live under a strict policy', async () => {
+    const site = join(scratch, 'jekyll');
+    mkdirSync(join(site, '_layouts'), { recursive: true });
+    cpSync(join(integrations, 'jekyll', '_includes'), join(site, '_includes'), { recursive: true });
+    writeFileSync(join(site, '_layouts', 'default.html'), '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{{ page.title }}</title></head><body><main>{{ content }}</main></body></html>\n');
+    writeFileSync(join(site, '_config.yml'), `title: A blog\nattention_widgets: ${widgetsUrl}\n`);
+    const includes = POST_FIGURES.map(({ key, sentence, word }) => `{% include attention.html figure="${key}" sentence="${sentence}" word="${word}" %}`).join('\n\n');
+    writeFileSync(join(site, 'post.md'), `---\nlayout: default\ntitle: A post\n---\nSome prose.\n\n${includes}\n`);
+    execFileSync('jekyll', ['build', '--quiet', '-s', site, '-d', join(site, '_site')], { stdio: 'pipe', timeout: 120000 });
+    const base = await serveBuilt(join(site, '_site'));
+    await checkPage(`${base}post.html`);
+  });
+
+  test('MkDocs: the override puts the module script in every page\u2019s head; raw elements in Markdown go live', async () => {
+    const site = join(scratch, 'mkdocs');
+    mkdirSync(join(site, 'docs'), { recursive: true });
+    cpSync(join(integrations, 'mkdocs', 'overrides'), join(site, 'overrides'), { recursive: true });
+    writeFileSync(join(site, 'mkdocs.yml'), `site_name: A blog\ntheme:\n  name: mkdocs\n  custom_dir: overrides\n  highlightjs: false\nextra:\n  attention_widgets: ${widgetsUrl}\n`);
+    const elements = POST_FIGURES.map(({ key, sentence, word }) => `<${FIGURES[key].tag} sentence="${sentence}" word="${word}"></${FIGURES[key].tag}>`).join('\n\n');
+    writeFileSync(join(site, 'docs', 'index.md'), `# A post\n\nSome prose.\n\n${elements}\n`);
+    execFileSync('mkdocs', ['build', '-q', '-f', join(site, 'mkdocs.yml'), '-d', join(site, 'out')], { stdio: 'pipe' });
+    const base = await serveBuilt(join(site, 'out'));
+    // The stock theme's own inline scripts (and what fails without them) are the theme's: the
+    // page's own address, never the widgets'.
+    const theme = (line) => !line.includes(widgetsUrl) && /inline|base_url|shortcut|hljs|\$ is not defined|jQuery/.test(line);
+    await checkPage(base, { ignore: theme });
+  });
+});
