@@ -40,11 +40,45 @@ describe('accessibility (axe-core, WCAG 2.1 AA)', { timeout: 600000 }, () => {
       await page.emulateMedia({ colorScheme: scheme });
       await page.locator('#instrument .status[data-mode="example"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
       await audit(t, page, `index.html, example (${scheme})`);
+      // Every figure is named by its number and described by its caption.
+      const figures = await page.evaluate(() => [...document.querySelectorAll('figure')].map((f) => ({
+        name: document.getElementById(f.getAttribute('aria-labelledby') ?? '')?.textContent ?? '',
+        description: document.getElementById(f.getAttribute('aria-describedby') ?? '')?.textContent ?? '',
+      })));
+      assert.ok(figures.length >= 6);
+      figures.forEach((f, k) => {
+        assert.equal(f.name, `Figure ${k + 1}.`);
+        assert.ok(f.description.startsWith(`Figure ${k + 1}.`) && f.description.length > 40, f.description);
+      });
       await openInstrument(page);
       await audit(t, page, `index.html, live (${scheme})`);
       await context.close();
     });
   }
+
+  test('while the model downloads, one live region speaks of it: the page\u2019s progress line, not every figure\u2019s', async () => {
+    const { page, context } = await site.open('');
+    // The model's core is held back until the check is done, so that the page is still loading.
+    let release;
+    const held = new Promise((resolve) => { release = resolve; });
+    await page.route(/\.core\.attn$/, async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.reload();
+    await page.locator('#instrument .status[data-mode="example"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
+    await page.waitForFunction(() => /Loading the live model|Starting the download/.test(document.getElementById('progress-text')?.textContent ?? ''));
+    const speaking = await page.evaluate(() => {
+      const roots = [document, ...[...document.querySelectorAll('*')].filter((e) => e.shadowRoot).map((e) => e.shadowRoot)];
+      const live = (el) => (el.getAttribute('aria-live') ?? (el.getAttribute('role') === 'status' ? 'polite' : 'off')) !== 'off';
+      return roots.flatMap((r) => [...r.querySelectorAll('[aria-live], [role="status"]')])
+        .filter((el) => live(el) && /Loading the live model|Starting the download|Downloaded/.test(el.innerText ?? el.textContent))
+        .map((el) => el.id || `${el.getRootNode().host?.localName ?? ''} .${el.className}`);
+    });
+    release();
+    assert.deepEqual(speaking, ['progress-text'], `the live regions that speak of the download: ${speaking.join(', ')}`);
+    await context.close();
+  });
 
   for (const [path, ready] of [['heads.html', '#yours'], ['confident.html', '#yours'], ['vocabulary.html', '#groups'], ['contribution.html', '#yours']]) {
     test(`${path}`, async (t) => {
@@ -54,6 +88,21 @@ describe('accessibility (axe-core, WCAG 2.1 AA)', { timeout: 600000 }, () => {
       await context.close();
     });
   }
+
+  // A phone's width, where the wide tables scroll sideways in boxes that must take the focus,
+  // and the contribution figure's tables once it has measured.
+  test('the posts at 390 px, the contribution figure measured', async (t) => {
+    for (const [path, ready] of [['heads.html', '#yours'], ['confident.html', '#yours'], ['contribution.html', '#yours']]) {
+      const { page, context } = await site.open(path, { width: 390, height: 844 });
+      await waitReady(page, ready, LOAD_TIMEOUT_MS);
+      if (path === 'contribution.html') {
+        await page.locator('attention-contribution div.body > button.primary').click();
+        await waitReady(page, 'attention-contribution', LOAD_TIMEOUT_MS);
+      }
+      await audit(t, page, `${path} at 390 px`);
+      await context.close();
+    }
+  });
 
   test('the iframe form', async (t) => {
     const { page, context } = await site.open('embed.html?widget=compare&sentence=The+cat+sat+on+the+mat.&word=cat');

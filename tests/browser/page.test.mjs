@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium, ROW_SUM_TOLERANCE, serve } from './harness.mjs';
+import { launchChromium, modelShape, ROW_SUM_TOLERANCE, serve } from './harness.mjs';
 
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -196,7 +196,8 @@ describe('article page', { timeout: 240000 }, () => {
     const { page, context, errors } = await openPage();
     await openInstrument(page);
     const first = await displayedRow(page);
-    const target = { layer: (first.layer + 1) % 4, head: (first.head + 2) % 4 };
+    const shape = await modelShape(page);
+    const target = { layer: (first.layer + 1) % shape.layers, head: (first.head + 2) % shape.heads };
     await page.click(`#instrument button.cell[data-layer="${target.layer}"][data-head="${target.head}"]`);
     const switched = await checkDisplayedAgainstEngine(page, { sentence: first.sentence, token: first.token });
     assert.deepEqual([switched.layer, switched.head], [target.layer, target.head]);

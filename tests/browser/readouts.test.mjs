@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { startSite } from './harness.mjs';
+import { modelShape, startSite } from './harness.mjs';
 import { THEME_PROPERTIES } from '../../web/widgets/style.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -147,7 +147,8 @@ describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, (
     assertReading(reading, await engineCell(page, { ...shown, row: shown.token, column: null }), { ...shown, row: shown.token }, 'the selection');
 
     // A tap on a cell of another head's heatmap: that head is chosen, and the line reads the cell.
-    const target = { layer: (shown.layer + 1) % 4, head: (shown.head + 3) % 4 };
+    const shape = await modelShape(page);
+    const target = { layer: (shown.layer + 1) % shape.layers, head: (shown.head + 3) % shape.heads };
     const canvas = page.locator(`#instrument button.cell[data-layer="${target.layer}"][data-head="${target.head}"] canvas`);
     await canvas.scrollIntoViewIfNeeded();
     await scrolled(page);
@@ -240,6 +241,8 @@ describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, (
     const canvas = page.locator(`#instrument button.cell[data-layer="${target.layer}"][data-head="${target.head}"] canvas`);
     await page.mouse.move(5, 5);
     await page.waitForTimeout(300);
+    // The picker is laid out again without [CLS] and [SEP]: its place is read once it settled.
+    await scrolled(page);
     const point = cellPoint(await canvas.boundingBox(), n - 2, 0, n - 3);
     await page.mouse.move(point.x, point.y, { steps: 2 });
     const cell = { ...target, row: 1, column: n - 2 };
@@ -304,9 +307,15 @@ describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, (
     const cell = { layer: 0, head: 1, row: shown.token, column };
     assertReading(reading, await engineCell(page, { sentence: shown.sentence, ...cell }), cell, 'a tapped column of Figure 5');
     assert.equal(await page.locator('attention-heads button.multiple[aria-pressed="true"]').getAttribute('data-head'), '1', 'the tap did not choose the head');
-    // The line is on screen where the tap was, although the grid is taller than the phone.
-    const place = await page.locator('attention-heads p.readout').evaluate((el) => [el.getBoundingClientRect().top, el.getBoundingClientRect().bottom, innerHeight]);
-    assert.ok(place[0] >= 0 && place[1] <= place[2] + 0.5, `Figure 5's readout is off screen (${place[0]} to ${place[1]} of ${place[2]})`);
+    // The reading is on screen where the tap was, although the grid is taller than the phone:
+    // the tapped panel's own line says it (the line under the grid may be screens away, and a
+    // line floating over the panels would cover their labels).
+    const own = await panel.locator('.fav').evaluate((el) => ({ text: el.textContent, probed: el.classList.contains('probed'), top: el.getBoundingClientRect().top, bottom: el.getBoundingClientRect().bottom, height: innerHeight }));
+    assert.ok(own.probed, 'the tapped panel does not show the reading');
+    assert.equal(own.text, `\u201c${tokens[column]}\u201d ${reading.text.match(/(\d\.\d{3})$/)?.[1] ?? Number(reading.value).toFixed(3)}`);
+    assert.ok(own.top >= 0 && own.bottom <= own.height + 0.5, `the tapped panel's reading is off screen (${own.top} to ${own.bottom} of ${own.height})`);
+    const readoutStyle = await page.locator('attention-heads p.readout').evaluate((el) => getComputedStyle(el).position);
+    assert.notEqual(readoutStyle, 'sticky', 'the readout floats over the panels');
     await figure.screenshot({ path: join(artifacts, 'readout-heads-phone.png') });
     assert.deepEqual(errors, []);
     await context.close();

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Window } from 'happy-dom';
 
 export const window = new Window({ url: 'http://localhost:8000/index.html' });
-const GLOBALS = ['document', 'customElements', 'HTMLElement', 'CustomEvent', 'Event', 'MutationObserver', 'Node', 'navigator', 'location'];
+const GLOBALS = ['document', 'customElements', 'HTMLElement', 'CustomEvent', 'Event', 'MutationObserver', 'Node', 'navigator', 'location', 'CSS'];
 globalThis.window = window;
 for (const key of GLOBALS) {
   Object.defineProperty(globalThis, key, { value: window[key], configurable: true, writable: true });

@@ -185,3 +185,65 @@ test('the README lists every registered figure and every declared attribute', as
     assert.match(readme, new RegExp(`^\\| \`${name}\`( |,)|^\\| \`[a-z-]+\`, \`${name}\` `, 'm'), `README's attribute table lacks ${name}`);
   }
 });
+
+test('weights and precisions are said at their size and in words', async () => {
+  const { fmtWeight } = await import('../../web/widgets/dom.js');
+  const { precisionWords } = await import('../../web/widgets/data.js');
+  assert.equal(fmtWeight(0.4), '0.400');
+  assert.equal(fmtWeight(0.0002), 'less than 0.001');
+  assert.equal(fmtWeight(0), '0.000');
+  assert.equal(fmtWeight(0.99996), 'more than 0.999');
+  // float32 rounds a softmax weight of 1 - 1e-9 to exactly 1; it is still not 1.
+  assert.equal(fmtWeight(1), 'more than 0.999');
+  assert.equal(fmtWeight(Math.fround(1 - 1e-9)), 'more than 0.999');
+  assert.equal(precisionWords('f32+rans'), '32-bit floats and weights rounded to a few levels and packed with an entropy coder (rANS)');
+  assert.equal(precisionWords('f16+int8'), '16-bit floats and 8-bit integers with a scale per group');
+  assert.equal(precisionWords('bf7'), 'bf7');
+  assert.equal(precisionWords(''), 'unknown precision');
+});
+
+test('scrolling boxes take the focus and have a name; a redrawn slot gives the focus back to its counterpart', async () => {
+  const { h, scrollBox } = await import('../../web/widgets/dom.js');
+  const box = scrollBox('div.scroll', 'The pieces of your text', h('table'));
+  assert.equal(box.getAttribute('tabindex'), '0');
+  assert.equal(box.getAttribute('role'), 'region');
+  assert.equal(box.getAttribute('aria-label'), 'The pieces of your text');
+  const { replaceKeepingFocus } = await import('../../web/posts/common.js');
+  const slot = h('div');
+  document.body.append(slot);
+  const form = () => h('form', {}, h('input', { id: 'sentence' }), h('a', { href: '#s=a+b&w=3', text: 'b' }));
+  slot.replaceChildren(form());
+  slot.querySelector('#sentence').focus();
+  replaceKeepingFocus(slot, form());
+  assert.equal(document.activeElement, slot.querySelector('#sentence'), 'the new sentence box has the focus');
+  slot.querySelector('a').focus();
+  replaceKeepingFocus(slot, form());
+  assert.equal(document.activeElement, slot.querySelector('a'), 'the new link to the same word has the focus');
+  // Focus elsewhere on the page stays where it is.
+  const outside = h('button', { text: 'elsewhere' });
+  document.body.append(outside);
+  outside.focus();
+  replaceKeepingFocus(slot, form());
+  assert.equal(document.activeElement, outside);
+  slot.remove();
+  outside.remove();
+});
+
+test('every figure that waits for the model reserves its height until it has drawn, and the README gives hosts the same lines', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { reserveCss } = await import('../../web/widgets/registry.js');
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const block = Object.values(FIGURES).map((f) => reserveCss(f.reserve, f.tag)).join('');
+  assert.ok(readme.includes(`\`\`\`\n${block}\`\`\``), 'the README\u2019s reserve lines differ from the registry\u2019s');
+  for (const [key, f] of Object.entries(FIGURES)) {
+    if (key === 'softmax') continue;
+    assert.ok(f.reserve?.wide > 0 && f.reserve?.narrow >= f.reserve.wide, `${key}: a reserve, taller when narrow`);
+    assert.ok(Number.isInteger(f.frameHeight) && f.frameHeight > f.reserve.wide, `${key}: the frame holds the figure and the frame's margins`);
+  }
+  // A figure that waits for the model holds its reserve; once it has a result, it lets it go.
+  const row = place(FIGURES.row.tag);
+  assert.equal(row._reserving, true);
+  row.view = await exampleView();
+  assert.equal(row._reserving, false);
+  row.remove();
+});

@@ -143,7 +143,7 @@ class WorkerHost {
     if (globalThis[HOST_KEY]?.host === this) delete globalThis[HOST_KEY];
     for (const request of this.pending.values()) request.reject(this.dead);
     this.pending.clear();
-    for (const client of this.clients) client._fail(this.dead);
+    for (const client of this.clients) client.fail(this.dead);
   }
 
   close() {
@@ -211,7 +211,7 @@ export class EngineClient {
   // caches forget it. Calls after this fail; pending ones are rejected.
   async close() {
     if (this._failure) return;
-    this._fail(new EngineError('engine', 'This engine was closed.'));
+    this.fail(new EngineError('engine', 'This engine was closed.'));
     this._memo = new Memo(0);
     try {
       await this._host.call(this._id, 'close', {});
@@ -277,7 +277,7 @@ export class EngineClient {
         this._memo.set(entry.text, result);
         for (const w of entry.waiters) w.resolve(result);
       }, (error) => {
-        if (error.trapped) this._fail(error);
+        if (error.trapped) this.fail(error);
         for (const w of entry.waiters) w.reject(error);
       }).finally(() => {
         this._running = null;
@@ -288,7 +288,7 @@ export class EngineClient {
 
   // After a trap: this engine is unusable, and the shared-engine cache forgets it, so that a
   // retry starts a fresh one.
-  _fail(error) {
+  fail(error) {
     if (this._failure) return;
     this._failure = error;
     for (const entry of this._queue) for (const w of entry.waiters) w.reject(error);
@@ -358,7 +358,7 @@ export class EngineClient {
     try {
       return await this._host.call(this._id, op, args);
     } catch (error) {
-      if (error.trapped) this._fail(error);
+      if (error.trapped) this.fail(error);
       throw error;
     }
   }

@@ -215,11 +215,9 @@ export class AttentionEngine {
     }
     this._loadedShards.add(k);
     if (shard.cache && !shard.cached) {
-      try {
-        await shard.cache.put(shard.cacheKey, new Response(shard.bytes, { headers: { 'content-type': 'application/octet-stream' } }));
-      } catch {
-        // A full or refused cache only costs the next visit a download.
-      }
+      // Not awaited (as fetchVerified's): the rows are in, and the next shard need not wait for
+      // the cache's write. A full or refused cache only costs the next visit a download.
+      shard.cache.put(shard.cacheKey, new Response(shard.bytes, { headers: { 'content-type': 'application/octet-stream' } })).catch(() => {});
     }
   }
 

@@ -7,7 +7,7 @@ import { loadSetStatistics } from '../engine/sets.js';
 import { EngineSession, progressText, readHash, textRefusal, writeHash } from '../controller.js';
 import { headLabel } from '../engine/result.js';
 import { describeModel, FIXED_LABELS, modelPhrase, POSITIONAL_LABELS } from '../widgets/data.js';
-import { fmt, h } from '../widgets/dom.js';
+import { fmt, h, scrollBox } from '../widgets/dom.js';
 
 export { readHash, writeHash };
 
@@ -104,7 +104,7 @@ export function partitionPercents(counts, digits = 1) {
 export const share = (count, total) => (total ? count / total : 0);
 export const percent = (value, digits = 1) => `${(100 * value).toFixed(digits)}%`;
 export const headTag = (layer, head) => `L${layer + 1} H${head + 1}`;
-export { fmt, h, headLabel, loadSetStatistics };
+export { fmt, h, headLabel, loadSetStatistics, scrollBox };
 
 // English words for the small counts a title states ("Four heads").
 const WORDS = ['No', 'One', 'Two', 'Three', 'Four', 'Five', 'Six', 'Seven', 'Eight', 'Nine', 'Ten', 'Eleven', 'Twelve',
@@ -120,6 +120,20 @@ export function fillFacts(root, facts) {
     const value = facts[el.dataset.fact];
     if (value !== undefined && el.textContent !== String(value)) el.textContent = String(value);
   }
+}
+
+// Replaces a slot's content. Where the reader's focus was inside it (the sentence box they just
+// submitted, a word link they followed), it goes to the new content's counterpart (the element
+// with the same id, else the link with the same address) instead of falling to the page's body.
+export function replaceKeepingFocus(slot, ...children) {
+  const active = document.activeElement;
+  let key = null;
+  if (active && active !== document.body && slot.contains(active)) {
+    if (active.id) key = `#${CSS.escape(active.id)}`;
+    else if (active.localName === 'a' && active.getAttribute('href')) key = `a[href="${CSS.escape(active.getAttribute('href'))}"]`;
+  }
+  slot.replaceChildren(...children);
+  if (key) slot.querySelector(key)?.focus({ preventScroll: true });
 }
 
 // A sentence box with a submit button; `onSubmit(text)` gets what the reader typed, as data. An
@@ -157,7 +171,7 @@ export async function analyzeReadersSentence({ engine, hash, slot, redraw, curre
   try {
     result = await engine.analyze(sentence);
   } catch (e) {
-    if (current()) slot.replaceChildren(form, h('p.error-line', { role: 'status', text: e.message }));
+    if (current()) replaceKeepingFocus(slot, form, h('p.error-line', { role: 'status', text: e.message }));
     return null;
   }
   return current() ? { sentence, form, error, result } : null;

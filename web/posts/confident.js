@@ -8,7 +8,7 @@ import '../widgets/attention-compare.js';
 import { SENTENCE_SET } from './sentences.js';
 import {
   analyzeAll, countWord, fillFacts, fmt, h, headLabel, headTag, labelChip, loadEngine, percent, readHash,
-  share, analyzeReadersSentence, summedCounts,
+  share, analyzeReadersSentence, replaceKeepingFocus, scrollBox, summedCounts,
 } from './common.js';
 import { attentionRow, ROLE, rowStat } from '../engine/result.js';
 import { rowRelation, SELECTION_RULE, sharpestAndBroadest } from '../widgets/data.js';
@@ -74,7 +74,7 @@ const otherWord = (result, i, j) => result.roles[j] === ROLE.ordinary && result.
 const saying = (result, word, x) => `${word} \u2192 ${result.tokens[x.argmax].text}, ${fmt(x.max, 3)}`;
 
 function wordTable(result, rows, selected) {
-  return h('div.scroll', {}, h('table.data', { dataset: { scope: 'words' } },
+  return scrollBox('div.scroll', 'Every word\u2019s most confident head and content head', h('table.data', { dataset: { scope: 'words' } },
     h('caption', { text: `Every word of \u201c${result.text}\u201d: the most confident head and the content head` }),
     h('thead', {}, h('tr', {}, ['Word', 'Most confident head', 'What it said', 'Ratio', 'Where', 'Content head', 'What it said', 'Ratio']
       .map((t, k) => h('th', { scope: 'col', class: k === 0 || k === 1 || k === 2 || k === 5 || k === 6 ? 'text' : undefined, text: t })))),
@@ -164,7 +164,7 @@ async function main() {
     // The paragraph says what it would compute.
   }
   document.title = `${positionalShare >= 0.5 ? 'The most confident head is a positional one' : 'The most confident head is not always a positional one'}`;
-  winnersSlot.replaceChildren(h('div.scroll', {}, h('table.data', { dataset: { scope: 'winners' } },
+  winnersSlot.replaceChildren(scrollBox('div.scroll', 'The heads most confident for some word', h('table.data', { dataset: { scope: 'winners' } },
     h('caption', { text: `The heads that are most confident for some word, and what they do for every word of the ${SENTENCE_SET.length} sentences` }),
     h('thead', {}, h('tr', {}, ['Head', 'Label', 'Most confident for', 'Says the next token', 'Says the previous token']
       .map((t, k) => h('th', { scope: 'col', class: k < 2 ? 'text' : undefined, text: t })))),
@@ -210,7 +210,7 @@ async function drawYours(engine) {
     figure.setAttribute('word', String(selected.token));
     children.push(h('figure.wide', {}, figure, h('figcaption', { text: `\u201c${selected.word}\u201d read three ways (the article\u2019s Figure 4): the sharpest content head, the broadest head, and rollout.` })));
   }
-  yoursSlot.replaceChildren(...children);
+  replaceKeepingFocus(yoursSlot, ...children);
   yoursSlot.dataset.ready = 'true';
   yoursSlot.dataset.sentence = sentence;
 }

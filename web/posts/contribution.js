@@ -7,7 +7,7 @@
 import { vocabularyDownload } from '../widgets/attention-prediction.js';
 import '../widgets/attention-contribution.js';
 import {
-  countWord, fillFacts, fmt, h, headTag, loadEngine, loadSetStatistics, pageFidelity, percent, readHash, sentenceForm, withInterval, writeHash,
+  countWord, fillFacts, fmt, h, headTag, loadEngine, loadSetStatistics, pageFidelity, percent, readHash, replaceKeepingFocus, scrollBox, sentenceForm, withInterval, writeHash,
 } from './common.js';
 import { PRESETS } from '../state.js';
 import { SORTS } from '../widgets/registry.js';
@@ -39,7 +39,7 @@ export function conclusion(s) {
 
 function headTable(summary, caption) {
   const columns = ['Head', 'Most attending for (words)', 'Most consequential for (words)', 'Mean attention', 'Mean |effect|', 'Mean |effect|, log p', 'Top-1 guess survives', 'Within-head ρ', 'Within-head ρ, log p'];
-  return h('div.scroll', { tabindex: '0', role: 'region', 'aria-label': caption }, h('table.data', { dataset: { scope: 'survival' } },
+  return scrollBox('div.scroll', caption, h('table.data', { dataset: { scope: 'survival' } },
     h('caption', { text: caption }),
     h('thead', {}, h('tr', {}, columns.map((t, k) => h('th', { scope: 'col', class: k === 0 ? 'text' : undefined, text: t })))),
     h('tbody', {}, summary.per_head.map((c) => h('tr', {
@@ -162,7 +162,7 @@ async function drawYours(engine) {
     remember();
   }).observe(instrument, { attributes: true, attributeFilter: ['word', 'sort'] });
   predictionSlot.replaceChildren(prediction, h('figcaption', { text: 'Click a word to mask it: the model\u2019s ten best guesses for that place, and the rank of the word that was there.' }));
-  yoursSlot.replaceChildren(form, error, h('figure', {}, instrument,
+  replaceKeepingFocus(yoursSlot, form, error, h('figure', {}, instrument,
     h('figcaption', { text: 'Every head for the masked word: the weight on its top token, and the change in the probability of the word that was there when the head is removed. Sort by either; click a head for its value-weighted row.' })));
   yoursSlot.dataset.sentence = sentence;
   yoursSlot.dataset.ready = 'true';

@@ -7,7 +7,7 @@
 import '../widgets/attention-heads.js';
 import {
   countWord, fillFacts, fmt, h, headLabel, headTag, labelChip, loadEngine, loadSetStatistics, partitionPercents, percent,
-  analyzeReadersSentence, pageFidelity, share, withInterval,
+  analyzeReadersSentence, pageFidelity, replaceKeepingFocus, scrollBox, share, withInterval,
 } from './common.js';
 import { ROLE } from '../engine/result.js';
 import { PRESETS } from '../state.js';
@@ -53,7 +53,7 @@ function profileTable(heads, caption, scope) {
       h('th', { scope: 'colgroup', colspan: String(PARTITION.length), text: 'Largest weight on (every row once; sums to 100%)' }),
       single('Entropy / ln n')),
     h('tr', {}, PARTITION.map(([name]) => h('th', { scope: 'col', text: name }))));
-  return h('div.scroll', { tabindex: '0', role: 'region', 'aria-label': caption }, h('table.data', { dataset: { scope } },
+  return scrollBox('div.scroll', caption, h('table.data', { dataset: { scope } },
     h('caption', { text: caption }),
     head,
     h('tbody', {}, heads.map((x) => {
@@ -156,7 +156,7 @@ async function drawYours(engine) {
   const figure = document.createElement('attention-heads');
   figure.setAttribute('sentence', sentence);
   if (word >= 0) figure.setAttribute('word', String(word));
-  yoursSlot.replaceChildren(form, error,
+  replaceKeepingFocus(yoursSlot, form, error,
     profileTable(heads, `Every head over your sentence (${result.n} rows per head), computed in your browser by the model this page loaded`, 'yours'),
     h('figure.wide', {}, figure, h('figcaption', { text: `The row of \u201c${word >= 0 ? result.tokens[word].text : ''}\u201d, your sentence\u2019s first word, in every head: the article\u2019s Figure 5, computed by the same engine.` })));
   yoursSlot.dataset.ready = 'true';

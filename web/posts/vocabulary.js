@@ -6,7 +6,7 @@
 // stripping, CJK and punctuation splitting, [UNK], characters dropped).
 import { CAUSES, failureCause, FIRST_PREFIX, typeBack } from './survival.js';
 import { tokenizerOf } from './tokenizer.js';
-import { fillFacts, h, loadEngine, readHash, writeHash } from './common.js';
+import { fillFacts, h, loadEngine, readHash, scrollBox, writeHash } from './common.js';
 import { MAX_LINK_TEXT } from '../state.js';
 
 const status = document.getElementById('status');
@@ -78,7 +78,7 @@ async function drawPlayground(tokenizer, unkId) {
       h('div.pieces', { role: 'list', 'aria-label': 'The pieces of the text' }, result.tokens.map((t) => h('span.piece', {
         role: 'listitem', dataset: { id: String(t.id), unk: String(t.id === unkId && t.text === '[UNK]'), start: String(t.start), end: String(t.end) },
       }, t.text, h('small', { text: `id ${t.id}${t.start >= 0 ? ` \u00b7 ${t.start}\u2013${t.end}` : ''}` })))),
-      h('div.scroll', {}, h('table.data', { dataset: { scope: 'pieces' } },
+      scrollBox('div.scroll', 'The pieces of your text', h('table.data', { dataset: { scope: 'pieces' } },
         h('caption', { text: `${result.tokens.length} tokens${result.truncated ? ` (cut from ${result.full_length}: the model reads at most 512)` : ''}; offsets count code points of your text, end exclusive` }),
         h('thead', {}, h('tr', {}, ['Piece', 'Id', 'Offsets', 'Typed', 'What happened'].map((c, k) => h('th', { scope: 'col', class: k === 1 || k === 2 ? undefined : 'text', text: c })))),
         h('tbody', {}, result.tokens.map((t) => h('tr', {},

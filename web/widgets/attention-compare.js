@@ -141,7 +141,7 @@ class AttentionCompare extends AttentionFigure {
         ...this.picked.map((x) => panel(attentionRow(result, x.layer, x.head, token), `${headShort(x.layer, x.head)}${headLabel(result, x.layer, x.head) ? ` \u00b7 ${headLabel(result, x.layer, x.head)}` : ''}`, rowStat(result, x.layer, x.head, token).ratio_to_uniform)),
         panel(rollout, 'Rollout', rowSummary(rollout).ratio_to_uniform),
       ],
-      note: 'Each panel scaled to its own largest weight; dashed line: the uniform share 1/n; ratio: largest weight over 1/n.',
+      note: 'Every panel on one scale, weights from 0 to 1; dashed line: the uniform share 1/n; ratio: largest weight over 1/n.',
     };
   }
 }

@@ -11,7 +11,7 @@ import { AttentionFigure, ATTRIBUTES, define, Latest } from './base.js';
 import { isSuperseded } from '../engine/engine.js';
 import { attentionRow, ROLE } from '../engine/result.js';
 import { CONTROLS_CSS, TokenChips } from './controls.js';
-import { fmt, fmtProbability, h, headShort, setText } from './dom.js';
+import { fmt, fmtProbability, h, headShort, scrollBox, setText } from './dom.js';
 import { MASK_TEXT, PREDICTION_CSS, vocabularyDownload, withVocabularyProgress } from './attention-prediction.js';
 
 
@@ -134,7 +134,11 @@ const CSS = `
   .contrib th, .contrib td { padding: 0.15em 0.3em; border-bottom: 1px solid var(--attn-line); text-align: left; overflow-wrap: anywhere; }
   .contrib td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
   .contrib tr { cursor: pointer; }
-  .contrib tr[aria-selected="true"] td, .contrib tr[aria-selected="true"] th { background: color-mix(in srgb, var(--attn-bar) 14%, transparent); }
+  .contrib tr.chosen td, .contrib tr.chosen th { background: color-mix(in srgb, var(--attn-bar) 14%, transparent); }
+  /* The head's name is the row's button: it chooses the head whose row is read below. */
+  .contrib th button { font: inherit; color: inherit; background: none; border: 0; padding: 0; cursor: pointer; text-decoration: underline dotted; }
+  .contrib th button[aria-pressed="true"] { font-weight: 700; text-decoration: none; }
+  .vw caption { text-align: left; font-weight: 600; margin-bottom: 0.2em; }
   .contrib .bar-track { display: inline-block; width: 4em; height: 0.55em; background: var(--attn-line); border-radius: 3px; overflow: hidden; vertical-align: middle; margin-right: 0.3em; }
   .contrib .bar { display: block; height: 100%; background: var(--attn-bar); }
   .contrib .bar.down { background: var(--attn-bar-down); }
@@ -275,25 +279,31 @@ class AttentionContribution extends AttentionFigure {
     else if (sort === 'effect') rows.sort((a, b) => Math.abs(b.effect) - Math.abs(a.effect));
     const biggest = Math.max(1e-12, ...m.heads.map((x) => Math.abs(x.effect)));
     const chosen = this._chosenHead;
-    p.table.replaceChildren(h('div.table-scroll', {}, h('table.contrib', { dataset: { sort, text: m.text, token: String(m.token) } },
+    p.table.replaceChildren(scrollBox('div.table-scroll', 'Every head\u2019s attention and effect of removal', h('table.contrib', { dataset: { sort, text: m.text, token: String(m.token) } },
       h('caption.visually-hidden', { text: `Every head for \u201c${m.original.text}\u201d: attention on its top token and the change in p(\u201c${m.original.text}\u201d) when it is removed` }),
       h('thead', {}, h('tr', {}, h('th', { scope: 'col', text: 'Head' }), h('th.col-target', { scope: 'col', text: 'Attends most to' }),
         h('th', { scope: 'col', text: 'Weight', style: { 'white-space': 'nowrap' } }), h('th', { scope: 'col', text: `Change in p(${m.original.text})` }), h('th.col-top', { scope: 'col', text: 'Best guess without it' }))),
       h('tbody', { on: { click: (event) => {
         const tr = event.target.closest?.('tr[data-layer]');
         if (!tr) return;
-        this._chosenHead = { text: m.text, token: m.token, layer: Number(tr.dataset.layer), head: Number(tr.dataset.head) };
+        const layer = Number(tr.dataset.layer);
+        const head = Number(tr.dataset.head);
+        this._chosenHead = { text: m.text, token: m.token, layer, head };
         this.drawTable();
-      } } }, rows.map((x) => h('tr', {
-        tabindex: '0', 'aria-selected': String(chosen?.layer === x.layer && chosen?.head === x.head),
-        dataset: { layer: String(x.layer), head: String(x.head), attention: String(x.attention), argmax: String(x.argmax), effect: String(x.effect), p: String(x.p), top1: String(x.top1.id), survives: String(x.survives) },
-        on: { keydown: (event) => { if (event.key === 'Enter' || event.key === ' ') { event.preventDefault(); event.currentTarget.click(); } } },
-      },
-      h('th', { scope: 'row', text: headShort(x.layer, x.head) }),
+        // The rows are drawn again: the focus goes back to the head the reader chose.
+        this.shadowRoot.querySelector(`table.contrib tr[data-layer="${layer}"][data-head="${head}"] th button`)?.focus({ preventScroll: true });
+      } } }, rows.map((x) => {
+        const isChosen = chosen?.layer === x.layer && chosen?.head === x.head;
+        return h('tr', {
+          class: isChosen ? 'chosen' : undefined,
+          dataset: { layer: String(x.layer), head: String(x.head), attention: String(x.attention), argmax: String(x.argmax), effect: String(x.effect), p: String(x.p), top1: String(x.top1.id), survives: String(x.survives) },
+        },
+      h('th', { scope: 'row' }, h('button', { type: 'button', 'aria-pressed': String(isChosen), 'aria-label': `${headShort(x.layer, x.head)}: read its row below`, text: headShort(x.layer, x.head) })),
       h('td.col-target', { text: x.target }),
       h('td.num', {}, h('span.bar-track', {}, h('span.bar', { style: { width: `${(100 * x.attention).toFixed(1)}%` } })), fmt(x.attention, 3)),
       h('td.num', {}, h('span.bar-track', {}, h(`span.bar${x.effect < 0 ? '.down' : ''}`, { style: { width: `${((100 * Math.abs(x.effect)) / biggest).toFixed(1)}%` } })), signed(x.effect)),
-      h('td.col-top', { text: `${x.top1.text}${x.survives ? '' : ' (changed)'}` }))))),
+      h('td.col-top', { text: `${x.top1.text}${x.survives ? '' : ' (changed)'}` }));
+      }))),
     null));
     this.drawValueWeighted();
   }
@@ -307,9 +317,11 @@ class AttentionContribution extends AttentionFigure {
     const raw = attentionRow(m.masked, c.layer, c.head, m.token);
     const vw = valueWeightedRow(m.masked, c.layer, c.head, m.token);
     const list = (title, values, kind) => h('div', {},
-      h('h4', { text: title }),
-      h('table', { dataset: { kind, layer: String(c.layer), head: String(c.head) } }, h('tbody', {}, m.masked.tokens.map((t, j) => h('tr', { dataset: { value: String(values[j]) } },
-        h('td', { text: t.text }),
+      h('table', { dataset: { kind, layer: String(c.layer), head: String(c.head) } },
+        h('caption', { text: title }),
+        h('thead.visually-hidden', {}, h('tr', {}, h('th', { scope: 'col', text: 'Token' }), h('th', { scope: 'col', text: 'Bar' }), h('th', { scope: 'col', text: 'Weight' }))),
+        h('tbody', {}, m.masked.tokens.map((t, j) => h('tr', { dataset: { value: String(values[j]) } },
+        h('th', { scope: 'row', text: t.text }),
         h('td', {}, h('span.bar-track', {}, h('span.bar', { style: { width: `${(100 * values[j]).toFixed(1)}%` } }))),
         h('td.num', { text: fmt(values[j], 3) }))))));
     p.vw.replaceChildren(h('p', { text: `The row of ${MASK_TEXT} (in place of \u201c${m.original.text}\u201d) in ${headShort(c.layer, c.head)}, read two ways (click a row of the table to choose another head):` }),

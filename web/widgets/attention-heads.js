@@ -9,7 +9,7 @@ import { AttentionFigure, define } from './base.js';
 import { attentionRow, headLabel, isSpecial } from '../engine/result.js';
 import { headsForToken, labelledHeadName, shortHeadLabel } from './data.js';
 import { FULL_SCALE, rowPanel } from './bars.js';
-import { fmt, h, headShort, setText, svg } from './dom.js';
+import { fmt, h, headShort, scrollBox, setText, svg } from './dom.js';
 import { CellReadout, partAt, wireProbe } from './readout.js';
 
 const WIDTH = 100;
@@ -26,10 +26,10 @@ class AttentionHeads extends AttentionFigure {
     background: var(--attn-bg); min-width: 0; display: block; width: 100%;
   }
   .multiple[aria-pressed="true"] { border-color: var(--attn-bar); }
-  .multiple .title { display: flex; justify-content: space-between; gap: 0.3em; font-size: 0.78em; color: var(--attn-muted); }
+  .multiple .title { display: flex; justify-content: space-between; gap: 0.3em; font-size: max(12px, 0.78em); color: var(--attn-muted); }
   .multiple .title b { color: var(--attn-fg); }
   .multiple .title .label { flex: 1 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
-  .multiple .fav { font-size: 0.82em; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+  .multiple .fav { font-size: max(12px, 0.82em); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
   .multiple .plot { display: block; margin: 0.2em 0; container-type: inline-size; touch-action: manipulation; }
   .multiple svg { display: block; width: 100%; height: auto; }
   /* The columns' tokens, under their columns, read upwards and ending at the chart; the type is
@@ -44,12 +44,10 @@ class AttentionHeads extends AttentionFigure {
   }
   .multiple .axis .special { font-style: italic; }
   .multiple .axis .on { color: var(--attn-fg); font-weight: 700; }
-  /* The readout stays at the bottom of the screen while the panels scroll past (on a phone
-     they are taller than the screen), so that a tap on the first panel is read where it is. */
-  .readout {
-    position: sticky; bottom: 0; z-index: 1; background: var(--attn-bg); padding: 0.3em 0.2em;
-    border-top: 1px solid var(--attn-line); margin-top: 0.5em;
-  }
+  /* The readout sits under the panels and covers none of them; on a phone, where they are taller
+     than the screen, the probed panel's own line says the weight read (showReadout). */
+  .readout { padding: 0.3em 0.2em; border-top: 1px solid var(--attn-line); margin-top: 0.5em; }
+  .multiple .fav.probed { color: var(--attn-fg); font-weight: 600; }
   .multiple .col { fill: var(--attn-bar); transform-box: fill-box; transform-origin: bottom; }
   .multiple .col.self { fill: var(--attn-muted); }
   .multiple .uniform { stroke: var(--attn-uniform); stroke-width: 1; stroke-dasharray: 3 2; vector-effect: non-scaling-stroke; }
@@ -77,7 +75,8 @@ class AttentionHeads extends AttentionFigure {
         panel.rects[b.columns.indexOf(token)]?.setAttribute('class', 'col self');
         panel.button.dataset.ratio = String(x.ratio_to_uniform);
         setText(panel.ratio, `\u00d7${fmt(x.ratio_to_uniform, 1)}`);
-        setText(panel.fav, `\u2192 ${result.tokens[x.argmax].text} ${fmt(x.max, 2)}`);
+        panel.favText = `\u2192 ${result.tokens[x.argmax].text} ${fmt(x.max, 2)}`;
+        if (b.echoed !== panel) setText(panel.fav, panel.favText);
         // The panel's name is its visible text (WCAG's "label in name"); its description says it in words.
         setText(panel.description, `${labelledHeadName(result, x.layer, x.head)}: favours ${result.tokens[x.argmax].text} with ${fmt(x.max, 3)}, ratio to uniform ${fmt(x.ratio_to_uniform, 2)}`);
       });
@@ -197,7 +196,7 @@ class AttentionHeads extends AttentionFigure {
       this.showReadout();
     });
     const legendText = h('span');
-    const tableSlot = h('div.table-scroll');
+    const tableSlot = scrollBox('div.table-scroll', 'Every head\u2019s row, as a table');
     const details = h('details.data', { on: { toggle: () => this.fillTable() } }, h('summary', { text: `All ${result.layers * result.heads} rows as a table` }), tableSlot);
     const focused = this.shadowRoot.activeElement?.dataset?.index;
     this.bodyEl.replaceChildren(
@@ -218,6 +217,17 @@ class AttentionHeads extends AttentionFigure {
     const c = b.columns.indexOf(reading.column);
     const panel = b.panels[reading.layer * b.result.heads + reading.head];
     const label = panel?.labels[c] ?? null;
+    // A probed column's weight also stands in its panel's line, where the eye is.
+    const probed = b.readout.probe ? panel : null;
+    if (b.echoed && b.echoed !== probed) {
+      setText(b.echoed.fav, b.echoed.favText);
+      b.echoed.fav.classList.remove('probed');
+    }
+    if (probed) {
+      setText(probed.fav, `\u201c${b.result.tokens[reading.column].text}\u201d ${fmt(reading.value, 3)}`);
+      probed.fav.classList.add('probed');
+    }
+    b.echoed = probed;
     if (b.boldLabel !== label) {
       b.boldLabel?.classList.remove('on');
       label?.classList.add('on');

@@ -8,7 +8,7 @@ import { AttentionFigure, define } from './base.js';
 import { css, paintWeights, weightColour } from './colour.js';
 import { attentionMatrix, attentionRow, headLabel, isSpecial, rowStat } from '../engine/result.js';
 import { headsForToken, labelledHeadName, shortHeadLabel } from './data.js';
-import { fmt, h, headShort, setText } from './dom.js';
+import { fmt, h, headShort, scrollBox, setText } from './dom.js';
 import { barLegend, FULL_SCALE, RowChart, selectedRowPanels, specialShare } from './bars.js';
 import { CHIP_CSS, TokenChips } from './controls.js';
 import { CellReadout, partAt, wireProbe } from './readout.js';
@@ -56,12 +56,12 @@ class AttentionInstrument extends AttentionFigure {
   }
   .picker-title { font-size: 0.86em; color: var(--attn-muted); margin-bottom: 0.3em; }
   .picker { display: grid; grid-template-columns: auto repeat(var(--heads), 1fr); gap: 4px; align-items: center; }
-  .picker .axis { font-size: 0.75em; color: var(--attn-muted); text-align: center; }
+  .picker .axis { font-size: max(12px, 0.75em); color: var(--attn-muted); text-align: center; }
   .cell { position: relative; padding: 2px; border-radius: 5px; border: 2px solid transparent; background: none; min-height: 0; display: block; }
   .cell canvas { display: block; width: 100%; aspect-ratio: 1; image-rendering: pixelated; border-radius: 2px; }
   .cell .map { position: relative; display: block; }
   .cell .marker { position: absolute; left: 0; right: 0; border: 1px solid var(--attn-fg); pointer-events: none; }
-  .cell .tag { display: block; font-size: 0.66em; line-height: 1.25; color: var(--attn-muted); text-align: center; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+  .cell .tag { display: block; font-size: max(12px, 0.66em); line-height: 1.25; color: var(--attn-muted); text-align: center; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
   .cell[aria-pressed="true"] .tag { color: var(--attn-fg); font-weight: 600; }
   .cell[aria-pressed="true"] { border-color: var(--attn-bar); }
   .scale { height: 8px; border-radius: 2px; margin-top: 0.4em; }
@@ -114,20 +114,20 @@ class AttentionInstrument extends AttentionFigure {
     if (this._built !== view.result || this._axis?.showSpecial !== view.showSpecial) this.build(view);
     this.update(view);
     if (this._revealChart) {
+      this.revealChart(this._revealChart === 'nearest' ? 'nearest' : 'start');
       this._revealChart = false;
-      this.revealChart();
     }
   }
 
   // Scrolls the row's chart up into view when its top is below the screen's lower fifth (a
   // phone's one-column layout); on a wide screen it is beside the chips and nothing moves.
-  revealChart() {
+  revealChart(block = 'start') {
     const chart = this.chart?.el;
     if (!chart || typeof innerHeight !== 'number') return;
     const box = chart.getBoundingClientRect();
     if (box.top < innerHeight * 0.8) return;
     const reduce = typeof matchMedia === 'function' && matchMedia('(prefers-reduced-motion: reduce)').matches;
-    chart.scrollIntoView({ block: 'start', behavior: reduce ? 'auto' : 'smooth' });
+    chart.scrollIntoView({ block, behavior: reduce ? 'auto' : 'smooth' });
   }
 
   // The parts that outlive a sentence (the sentence box keeps focus while the reader types).
@@ -166,7 +166,11 @@ class AttentionInstrument extends AttentionFigure {
     this.pickerSlot = h('div.picker', { role: 'group', 'aria-label': 'Layer and head. Arrow keys move between them.' });
     this.pickerSlot.addEventListener('click', (event) => {
       const cell = event.target.closest?.('button.cell');
-      if (cell) this.select({ layer: Number(cell.dataset.layer), head: Number(cell.dataset.head) });
+      if (!cell) return;
+      // As for a chip, on a phone the changed chart is brought into view, but only as far as
+      // it takes (the tapped tile's reading, under the tiles, stays on screen where it can).
+      this._revealChart = 'nearest';
+      this.select({ layer: Number(cell.dataset.layer), head: Number(cell.dataset.head) });
     });
     this.pickerSlot.addEventListener('keydown', (event) => {
       const cell = event.target.closest?.('button.cell');
@@ -200,14 +204,14 @@ class AttentionInstrument extends AttentionFigure {
       hidden: h('span.muted'),
     };
     const f = this.facts;
-    this.factsSlot = h('div.facts', { 'aria-live': 'polite' },
+    this.factsSlot = h('div.facts', { 'aria-live': 'polite', 'aria-atomic': 'true' },
       h('span', {}, 'Row sum ', f.sum),
       h('span', {}, 'largest ', f.max, f.argmax),
       h('span', {}, 'ratio to uniform ', f.ratio),
       h('span', {}, 'entropy ', f.entropy, f.ceiling),
       f.hidden);
     // Every head's reading of the token, as a table: filled when it is open.
-    this.tableSlot = h('div.table-scroll');
+    this.tableSlot = scrollBox('div.table-scroll', 'Every head\u2019s reading of this token, as a table');
     this.tableDetails = h('details.data', { on: { toggle: () => this.fillTable() } },
       h('summary', { text: 'Every head\u2019s reading of this token, as a table' }), this.tableSlot);
     this.sentenceControls.append(presets);

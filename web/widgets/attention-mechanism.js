@@ -5,7 +5,7 @@
 import { AttentionFigure, define } from './base.js';
 import { paintCells, prefersDark, signedColour } from './colour.js';
 import { mechanism } from './data.js';
-import { fmt, h, headName, setText } from './dom.js';
+import { fmt, h, headName, scrollBox, setText } from './dom.js';
 import { revealRow } from './bars.js';
 
 const PREVIEW = 4;  // leading components printed before the ellipsis
@@ -172,7 +172,7 @@ class AttentionMechanism extends AttentionFigure {
       kTitle: h('div.step-title'), kText: h('div.vec.mono'), caption: h('caption.visually-hidden'),
       keyHead: h('th.key-col', { scope: 'col' }), scaleHead: h('th', { scope: 'col' }), total: h('td'), check: h('p.check'),
     };
-    b.scroller = h('div.table-scroll.bounded', {}, h('table.values.mechanism', {},
+    b.scroller = scrollBox('div.table-scroll.bounded', 'The row computed step by step, as a table', h('table.values.mechanism', {},
       b.caption,
       h('thead', {}, h('tr', {},
         h('th', { scope: 'col', text: 'key' }),

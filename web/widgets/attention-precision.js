@@ -8,8 +8,8 @@
 import { currentEngine, DEFAULT_MANIFEST_URL, getSideEngine, isSuperseded, loadManifest, manifestModel } from '../engine/engine.js';
 import { ATTRIBUTES, AttentionFigure, define, Latest } from './base.js';
 import { isSpecial } from '../engine/result.js';
-import { attentionDifference } from './data.js';
-import { fmt, h, headName, megabytes, setText } from './dom.js';
+import { attentionDifference, precisionWords } from './data.js';
+import { fmt, h, headName, megabytes, scrollBox, setText } from './dom.js';
 import { barScale, revealRow, rowPanel } from './bars.js';
 import { CONTROLS_CSS, HeadMenu, TokenChips } from './controls.js';
 import { PLANS } from './registry.js';
@@ -261,7 +261,7 @@ class AttentionPrecision extends AttentionFigure {
     const c = this.compare;
     const entries = c.manifest.entries;
     const planLabel = (key) => (key === 'shipped'
-      ? `the compact file the page runs on (${megabytes(entries.shipped.bytes)}, ${c.engines.shipped.info.precision})`
+      ? `the compact file the page runs on (${megabytes(entries.shipped.bytes)}, ${precisionWords(c.engines.shipped.info.precision)})`
       : `the naive file: int8, one scale per tensor (${megabytes(entries.naive.bytes)})`);
     const radios = {};
     const plans = h('fieldset.plans', {},
@@ -291,7 +291,7 @@ class AttentionPrecision extends AttentionFigure {
     });
     const caption = h('caption');
     const planHead = h('th.plan-value', { scope: 'col' });
-    const scroller = h('div.rows-scroll', {}, h('table.diff', {},
+    const scroller = scrollBox('div.rows-scroll', 'The two models\u2019 weights, token by token', h('table.diff', {},
       caption,
       h('thead', {}, h('tr', {},
         h('th', { scope: 'col', text: 'Token' }), h('th', { scope: 'col', text: 'Weights' }),

@@ -32,7 +32,7 @@ class AttentionRow extends AttentionFigure {
       };
       const p = this._parts;
       this.bodyEl.replaceChildren(p.chips.scroller, p.menu.el, p.chart.el, p.legend,
-        h('div.facts', { 'aria-live': 'polite' },
+        h('div.facts', { 'aria-live': 'polite', 'aria-atomic': 'true' },
           h('span', {}, 'Row sum ', f.sum),
           h('span', {}, 'ratio to uniform ', f.ratio),
           h('span', {}, 'entropy ', f.entropy, f.ceiling),

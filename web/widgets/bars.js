@@ -3,7 +3,7 @@
 // bars. Every table row carries the full-precision weight in data-value. On the scale from 0 to
 // 1 (FULL_SCALE) each bar lies on a faint track of the full length, so that the reader sees
 // where 1 is: the whole of the row's budget, which its bars share.
-import { fmt, h, headName, setText } from './dom.js';
+import { fmt, h, headName, scrollBox, setText } from './dom.js';
 import { attentionRow, isSpecial, rowStat } from '../engine/result.js';
 
 // The top of the scale on which a row's bars are the share of its budget of 1, drawn with a
@@ -41,7 +41,7 @@ export class RowChart {
       this.body);
     // The uniform share 1/n is one dashed line over every row, placed on the bars' track.
     this.uniform = h('div.uniform-line', { 'aria-hidden': 'true' });
-    this.scroller = h('div.rows-scroll', {}, h('div.rows-frame', {}, this.table, this.uniform));
+    this.scroller = scrollBox('div.rows-scroll', 'The row\u2019s weights, one bar per token', h('div.rows-frame', {}, this.table, this.uniform));
     this.el = h('div.chart', {}, this.label, this.scroller);
     this.rows = [];
     this.tokens = null;

@@ -17,7 +17,7 @@ import { figureView, Latest, truncationNote } from './view.js';
 import { download, figureSvg, modelLine, pngBlob, svgText } from './export.js';
 import { elementSnippet, frameSnippet } from './snippet.js';
 import { BASE_CSS, EMBEDDED_CSS, themeCss } from './style.js';
-import { ATTRIBUTES, FIGURES, parseAttribute, SOURCE_ATTRIBUTES, TAGS, unknownAttributeNote } from './registry.js';
+import { ATTRIBUTES, FIGURES, parseAttribute, reserveCss, SOURCE_ATTRIBUTES, TAGS, unknownAttributeNote } from './registry.js';
 import { DEFAULT_WORD_TEXT, PRESETS } from '../state.js';
 
 export { ATTRIBUTES, FIGURES, TAGS };
@@ -101,7 +101,9 @@ export class AttentionFigure extends HTMLElement {
     this._noteGroups = { attributes: [], selection: [] };
     const root = this.attachShadow({ mode: 'open' });
     this.theme = 'light';
-    this._styles = adoptStyles(root, [themeCss('light'), BASE_CSS + (AttentionFigure.embedded ? EMBEDDED_CSS : '') + (this.constructor.css ?? '')]);
+    // Three sheets: the theme's colours, the figure's styles, and its reserve (updateReserve).
+    this._styles = adoptStyles(root, [themeCss('light'), BASE_CSS + (AttentionFigure.embedded ? EMBEDDED_CSS : '') + (this.constructor.css ?? ''), '']);
+    this._reserving = false;
     this.statusEl = h('div.status', { role: 'status', 'aria-live': 'polite' });
     this.notesEl = h('div.notes', { role: 'note', hidden: true });
     this.bodyEl = h('div.body');
@@ -190,9 +192,19 @@ export class AttentionFigure extends HTMLElement {
     return this._view;
   }
 
+  // Until a figure that needs the model has something to draw, it keeps the height its drawn
+  // form takes (the registry's reserve), so that a host page does not jump when it goes live.
+  updateReserve(view) {
+    const reserving = this.constructor.needsModel && !view?.result && Boolean(this.figure?.reserve);
+    if (reserving === this._reserving) return;
+    this._reserving = reserving;
+    this._styles.set(2, reserving ? reserveCss(this.figure.reserve) : '');
+  }
+
   set view(view) {
     const previous = this._view;
     this._view = view;
+    this.updateReserve(view);
     this.renderStatus(view);
     if (this.bodyChanged(view, previous)) {
       this.render(view, previous);
@@ -207,6 +219,7 @@ export class AttentionFigure extends HTMLElement {
     watchTheme(this);
     this.updateTheme();
     this.checkAttributes();
+    this.updateReserve(this._view);
     if (!this.constructor.needsModel) return;
     if (this.hasAttribute(ATTRIBUTES.sentence) || AttentionFigure.embedded) this.standalone();
     // Back on the page: the download's progress reaches the status line again.
@@ -388,6 +401,9 @@ export class AttentionFigure extends HTMLElement {
         el.setAttribute('aria-hidden', String(key !== active));
       }
       this.statusEl.dataset.mode = view.mode;
+      // While the model downloads, only the page's own progress line speaks: a figure the page
+      // drives keeps its progress to itself (six figures counting bytes at once say nothing).
+      this.statusEl.setAttribute('aria-live', active === 'loading' && !this._standalone ? 'off' : 'polite');
       this._status.actionEvent = active === 'error' ? EVENTS.retry : EVENTS.open;
       action.textContent = active === 'error' ? 'Retry' : 'Open the instrument';
       action.className = active === 'error' ? 'retry' : 'primary open';

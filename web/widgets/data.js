@@ -278,6 +278,17 @@ export function mechanism(result, layer, head, token) {
 // How far one model's attention is from a reference's on the same sentence: the selected row's
 // absolute differences and largest one, and the largest over every layer, head and row of the
 // sentence with where it is. Both results must hold the same tokens (same vocabulary and text).
+// A model file's precision (its dtypes joined by '+', as the core names them: "f32+rans") in
+// words a reader can follow.
+const DTYPE_WORDS = Object.freeze({
+  f32: '32-bit floats', f16: '16-bit floats', int8: '8-bit integers with a scale per group',
+  rans: 'weights rounded to a few levels and packed with an entropy coder (rANS)',
+});
+export function precisionWords(precision) {
+  const parts = String(precision ?? '').split('+').filter(Boolean).map((d) => DTYPE_WORDS[d] ?? d);
+  return parts.length ? parts.join(' and ') : 'unknown precision';
+}
+
 export function attentionDifference(reference, other, layer, head, token) {
   const n = reference.n;
   const same = other.n === n && other.layers === reference.layers && other.heads === reference.heads

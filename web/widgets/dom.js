@@ -2,6 +2,13 @@
 // a text node, so nothing a reader types can become an element or run as a script.
 
 // h('tag.class1.class2', {attrs, on: {event: fn}, dataset, style}, ...children)
+// A box that scrolls when its content (a table, a tall chart) is larger than the screen: it
+// takes the keyboard's focus and has a name, so that a keyboard can scroll it and a screen
+// reader says what it holds (WCAG 2.1.1; axe's scrollable-region-focusable).
+export function scrollBox(spec, label, ...children) {
+  return h(spec, { tabindex: '0', role: 'region', 'aria-label': label }, ...children);
+}
+
 export function h(spec, props = {}, ...children) {
   const [tag, ...classes] = spec.split('.');
   const el = document.createElement(tag || 'div');
@@ -56,7 +63,8 @@ export function setText(el, text) {
 export function fmtWeight(value, digits = 3) {
   const step = 10 ** -digits;
   if (value > 0 && value < step) return `less than ${step.toFixed(digits)}`;
-  if (value < 1 && value > 1 - step / 2) return `more than ${(1 - step).toFixed(digits)}`;
+  // A softmax weight is never exactly 1; one that float32 rounded to 1 is still "more than".
+  if (value <= 1 && value > 1 - step / 2) return `more than ${(1 - step).toFixed(digits)}`;
   return fmt(value, digits);
 }
 
