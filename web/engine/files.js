@@ -33,8 +33,6 @@ export async function openCache() {
   }
 }
 
-// The response for url: from the cache under cacheKey when it is there, else from the network;
-// with reload, straight from the server, past the cache and the browser's HTTP cache.
 // Downloads the host page's Content-Security-Policy refused (connect-src): a refused fetch fails
 // as a network error would, so the policy's own report tells the two apart. Recorded in the page
 // and in the engine's worker (both are event targets of securitypolicyviolation).
@@ -65,6 +63,8 @@ async function policyRefused(url) {
   return refusedByPolicy.some((blocked) => blocked === url || blocked.startsWith(origin)) ? origin : null;
 }
 
+// The response for url: from the cache under cacheKey when it is there, else from the network;
+// with reload, straight from the server, past the cache and the browser's HTTP cache.
 async function openResponse(url, cacheKey, { reload = false } = {}) {
   const cache = cacheKey ? await openCache() : null;
   let response = cache && !reload ? await cache.match(cacheKey) : undefined;
