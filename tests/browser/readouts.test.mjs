@@ -239,12 +239,19 @@ describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, (
     // The top left cell is now the first word reading the first word (tokens 1 and 1).
     const target = { layer: 1, head: 2 };
     const canvas = page.locator(`#instrument button.cell[data-layer="${target.layer}"][data-head="${target.head}"] canvas`);
+    // The tile in view (the picker may reach below the screen), and its place read once the
+    // picker is laid out again without [CLS] and [SEP].
+    await canvas.scrollIntoViewIfNeeded();
+    await scrolled(page);
     await page.mouse.move(5, 5);
     await page.waitForTimeout(300);
-    // The picker is laid out again without [CLS] and [SEP]: its place is read once it settled.
-    await scrolled(page);
     const point = cellPoint(await canvas.boundingBox(), n - 2, 0, n - 3);
     await page.mouse.move(point.x, point.y, { steps: 2 });
+    // The readout follows the last pointer move; under load it may be drawn a frame later.
+    await page.waitForFunction((t) => {
+      const d = document.getElementById('instrument').shadowRoot.querySelector('p.readout:not(.echo)')?.dataset;
+      return d?.source === 'pointer' && d.layer === String(t.layer) && d.head === String(t.head);
+    }, target, { timeout: 5000 }).catch(() => {});
     const cell = { ...target, row: 1, column: n - 2 };
     assertReading(await readoutOf(page, '#instrument'), await engineCell(page, { sentence: shown.sentence, ...cell }), cell, 'a cell of a heatmap without [CLS] and [SEP]');
     assert.deepEqual(errors, []);
