@@ -136,7 +136,7 @@ const CSS = `
   .contrib tr { cursor: pointer; }
   .contrib tr.chosen td, .contrib tr.chosen th { background: color-mix(in srgb, var(--attn-bar) 14%, transparent); }
   /* The head's name is the row's button: it chooses the head whose row is read below. */
-  .contrib th button { font: inherit; color: inherit; background: none; border: 0; padding: 0; cursor: pointer; text-decoration: underline dotted; }
+  .contrib th button { font: inherit; color: inherit; background: none; border: 0; padding: 0; cursor: pointer; text-decoration: underline dotted; white-space: nowrap; }
   .contrib th button[aria-pressed="true"] { font-weight: 700; text-decoration: none; }
   .vw caption { text-align: left; font-weight: 600; margin-bottom: 0.2em; }
   .contrib .bar-track { display: inline-block; width: 4em; height: 0.55em; background: var(--attn-line); border-radius: 3px; overflow: hidden; vertical-align: middle; margin-right: 0.3em; }
