@@ -334,6 +334,25 @@ TEST_F(AnalyzeTextTest, OutputsMaskingAndTruncation) {
   ASSERT_EQ(top.size(), 3u);
   EXPECT_GE(top[0].probability, top[1].probability);
   EXPECT_EQ(top[0].text, model_->tokenizer().vocab().piece(top[0].id));
+  // One entry's probability: the top prediction's, rank 1; the same through the batched path.
+  LoadedModel::EntryProbability one;
+  ASSERT_TRUE(model_->ProbabilityOf(analysis, 2, top[0].id, &one).ok());
+  EXPECT_NEAR(one.probability, top[0].probability, 1e-12);
+  EXPECT_EQ(one.rank, 1);
+  EXPECT_EQ(one.top1, top[0].id);
+  LoadedModel::EntryProbability third;
+  ASSERT_TRUE(model_->ProbabilityOf(analysis, 2, top[2].id, &third).ok());
+  EXPECT_EQ(third.rank, 3);
+  std::vector<LoadedModel::EntryProbability> both;
+  ASSERT_TRUE(model_->ProbabilitiesOf({&analysis.activations, &analysis.activations}, 2, top[2].id, &both).ok());
+  ASSERT_EQ(both.size(), 2u);
+  for (const auto& p : both) {
+    EXPECT_NEAR(p.probability, third.probability, 1e-6 * third.probability);
+    EXPECT_EQ(p.rank, 3);
+    EXPECT_EQ(p.top1, top[0].id);
+  }
+  EXPECT_HAS(model_->ProbabilitiesOf({&analysis.activations}, 2, 40, &both).message(), "not in the vocabulary of 40");
+  EXPECT_HAS(model_->ProbabilityOf(analysis, 2, -1, &one).message(), "not in the vocabulary of 40");
 
   for (int32_t bad : {0, 4, -1}) {
     options.masked_positions = {bad};

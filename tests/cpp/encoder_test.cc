@@ -330,6 +330,66 @@ TEST_F(EncoderTest, AnyConfigAndReusedBuffers) {
   EXPECT_EQ(a.Attention(2, 1)(0, 0), 1.0f);
 }
 
+TEST_F(EncoderTest, ResumedPassEqualsFullPassBitForBit) {
+  ModelConfig c = testing::TinyConfig();
+  c.num_hidden_layers = 3;
+  Load(testing::RandomModel(c, 25));
+  Encoder encoder(*model_);
+  const std::vector<int32_t> ids = {2, 5, 6, 7, 8, 9, 3};
+  const size_t heads = size_t{c.num_hidden_layers} * c.num_attention_heads;
+  ForwardOptions plain;
+  plain.value_norms = true;
+  Activations base;
+  ASSERT_TRUE(encoder.Forward(ids, &base, plain).ok());
+  // Every head removed alone, once by a full pass and once resumed at its layer from the
+  // unablated pass (from the last layer down, as the contribution study runs them).
+  Activations resumed = base;
+  for (int32_t l = static_cast<int32_t>(c.num_hidden_layers) - 1; l >= 0; --l) {
+    for (int32_t h = 0; h < static_cast<int32_t>(c.num_attention_heads); ++h) {
+      ForwardOptions full = plain;
+      full.removed_heads.assign(heads, 0);
+      full.removed_heads[static_cast<size_t>(l) * c.num_attention_heads + h] = 1;
+      Activations expected;
+      ASSERT_TRUE(encoder.Forward(ids, &expected, full).ok());
+      ForwardOptions resume = full;
+      resume.first_layer = l;
+      const Status status = encoder.Forward(ids, &resumed, resume);
+      ASSERT_TRUE(status.ok()) << status.message();
+      EXPECT_EQ(resumed.hidden_states, expected.hidden_states) << l << " " << h;
+      EXPECT_EQ(resumed.attention_probs, expected.attention_probs) << l << " " << h;
+      EXPECT_EQ(resumed.queries, expected.queries) << l << " " << h;
+      EXPECT_EQ(resumed.keys, expected.keys) << l << " " << h;
+      EXPECT_EQ(resumed.value_norms, expected.value_norms) << l << " " << h;
+      EXPECT_EQ(resumed.removed_heads, expected.removed_heads) << l << " " << h;
+    }
+  }
+  // A resume the activations cannot support is refused, and says why.
+  ForwardOptions resume;
+  resume.first_layer = 2;
+  resume.removed_heads.assign(heads, 0);
+  resume.removed_heads[0] = 1;  // layer 1's head 1: in front of layer 3, which base did not remove
+  Activations copy = base;
+  Status status = encoder.Forward(ids, &copy, resume);
+  EXPECT_FALSE(status.ok());
+  EXPECT_HAS(status.message(), "same heads removed before it");
+  resume.removed_heads.clear();
+  copy = base;
+  status = encoder.Forward({2, 5, 6, 3}, &copy, resume);
+  EXPECT_FALSE(status.ok());
+  EXPECT_HAS(status.message(), "same tokens");
+  Activations empty;
+  EXPECT_FALSE(encoder.Forward(ids, &empty, resume).ok());
+  resume.first_layer = 4;
+  EXPECT_HAS(encoder.Forward(ids, &copy, resume).message(), "outside [0, 3]");
+  resume.first_layer = -1;
+  EXPECT_HAS(encoder.Forward(ids, &copy, resume).message(), "outside [0, 3]");
+  // Resuming at the end runs no layer and changes nothing.
+  resume.first_layer = 3;
+  copy = base;
+  ASSERT_TRUE(encoder.Forward(ids, &copy, resume).ok());
+  EXPECT_EQ(copy.hidden_states, base.hidden_states);
+}
+
 TEST_F(EncoderTest, RejectsBadInput) {
   Load(testing::RandomModel(testing::TinyConfig(), 23));
   Encoder encoder(*model_);
@@ -370,6 +430,27 @@ TEST_F(EncoderTest, MaskedLmLogitsMatchScalarHead) {
   for (size_t v = 0; v < 40; ++v) EXPECT_NEAR(logits[v], want[0][v], 1e-4) << v;
 
   EXPECT_FALSE(encoder.MaskedLmLogits(a, 5, &logits).ok());
+
+  // Several passes at once (another sentence, other positions): each row equals its single call.
+  Activations b;
+  ASSERT_TRUE(encoder.Forward({2, 9, 8, 3}, &b).ok());
+  RowMajorMatrix batch;
+  const std::vector<int32_t> positions = {2, 1, 0};
+  ASSERT_TRUE(encoder.MaskedLmLogitsBatch({&a, &b, &a}, positions, &batch).ok());
+  ASSERT_EQ(batch.rows(), 3);
+  ASSERT_EQ(batch.cols(), 40);
+  double largest = 0;
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(encoder.MaskedLmLogits(r == 1 ? b : a, positions[static_cast<size_t>(r)], &logits).ok());
+    for (size_t v = 0; v < 40; ++v) largest = std::max(largest, std::abs(double{batch(r, static_cast<Eigen::Index>(v))} - logits[v]));
+  }
+  std::printf("batched masked-LM logits vs single: largest difference %.3g\n", largest);
+  EXPECT_LE(largest, 1e-5);
+  EXPECT_HAS(encoder.MaskedLmLogitsBatch({&a, &b}, {1}, &batch).message(), "one position per pass");
+  EXPECT_HAS(encoder.MaskedLmLogitsBatch({&a, &b}, {1, 4}, &batch).message(), "outside the sentence");
+  EXPECT_TRUE(encoder.MaskedLmLogitsBatch({}, {}, &batch).ok());
+  EXPECT_EQ(batch.rows(), 0);
+
   Load(testing::RandomModel(testing::TinyConfig(), 24));
   Encoder plain(*model_);
   ASSERT_TRUE(plain.Forward(ids, &a).ok());

@@ -343,27 +343,56 @@ Status LoadedModel::TopPredictions(const SentenceAnalysis& analysis, int32_t pos
   return Status::Ok();
 }
 
+namespace {
+
+// Entry id's softmax probability (in double, shifted by the largest logit), its rank and the
+// first most probable entry, from one position's logits over the vocabulary (V).
+LoadedModel::EntryProbability FromLogits(const float* logits, size_t V, int32_t id) {
+  LoadedModel::EntryProbability out;
+  const float target = logits[static_cast<size_t>(id)];
+  const float* best = std::max_element(logits, logits + V);
+  const double max_logit = *best;
+  double total = 0;
+  int32_t larger = 0;
+  for (size_t v = 0; v < V; ++v) {
+    total += std::exp(static_cast<double>(logits[v]) - max_logit);
+    larger += logits[v] > target;
+  }
+  out.probability = std::exp(static_cast<double>(target) - max_logit) / total;
+  out.rank = larger + 1;
+  out.top1 = static_cast<int32_t>(best - logits);
+  return out;
+}
+
+Status CheckEntry(int32_t id, size_t V) {
+  if (id < 0 || static_cast<size_t>(id) >= V) {
+    return Status::Error("entry " + std::to_string(id) + " is not in the vocabulary of " +
+                         std::to_string(V) + " entries");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status LoadedModel::ProbabilityOf(const SentenceAnalysis& analysis, int32_t position, int32_t id,
                                   EntryProbability* out) const {
   std::vector<float> logits;
   Status status = encoder_->MaskedLmLogits(analysis.activations, position, &logits);
+  if (status.ok()) status = CheckEntry(id, logits.size());
   if (!status.ok()) return status;
-  if (id < 0 || static_cast<size_t>(id) >= logits.size()) {
-    return Status::Error("entry " + std::to_string(id) + " is not in the vocabulary of " +
-                         std::to_string(logits.size()) + " entries");
-  }
-  const float target = logits[static_cast<size_t>(id)];
-  const auto best = std::max_element(logits.begin(), logits.end());
-  const double max_logit = *best;
-  double total = 0;
-  int32_t larger = 0;
-  for (float z : logits) {
-    total += std::exp(static_cast<double>(z) - max_logit);
-    larger += z > target;
-  }
-  out->probability = std::exp(static_cast<double>(target) - max_logit) / total;
-  out->rank = larger + 1;
-  out->top1 = static_cast<int32_t>(best - logits.begin());
+  *out = FromLogits(logits.data(), logits.size(), id);
+  return Status::Ok();
+}
+
+Status LoadedModel::ProbabilitiesOf(const std::vector<const Activations*>& passes, int32_t position,
+                                    int32_t id, std::vector<EntryProbability>* out) const {
+  RowMajorMatrix logits;
+  Status status = encoder_->MaskedLmLogitsBatch(passes, std::vector<int32_t>(passes.size(), position), &logits);
+  const size_t V = static_cast<size_t>(logits.cols());
+  if (status.ok()) status = CheckEntry(id, V);
+  if (!status.ok()) return status;
+  out->clear();
+  for (Eigen::Index r = 0; r < logits.rows(); ++r) out->push_back(FromLogits(logits.row(r).data(), V, id));
   return Status::Ok();
 }
 

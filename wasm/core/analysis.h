@@ -212,6 +212,10 @@ class LoadedModel {
   };
   Status ProbabilityOf(const SentenceAnalysis& analysis, int32_t position, int32_t id,
                        EntryProbability* out) const;
+  // The same for several passes over one text at one position (Encoder::MaskedLmLogitsBatch):
+  // (*out)[r] for passes[r]; equal to ProbabilityOf within float rounding of the logits.
+  Status ProbabilitiesOf(const std::vector<const Activations*>& passes, int32_t position, int32_t id,
+                         std::vector<EntryProbability>* out) const;
 
  private:
   LoadedModel() = default;

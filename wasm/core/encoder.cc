@@ -2,6 +2,7 @@
 // output projection, residual + LayerNorm, feed-forward with GELU, residual + LayerNorm.
 #include "core/encoder.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -223,17 +224,39 @@ Status Encoder::Forward(const std::vector<int32_t>& ids, Activations* out,
                          " entries, expected " + std::to_string(head_count) + " (layers x heads)");
   }
   const Index n = static_cast<Index>(ids.size());
+  const int32_t first = options.first_layer;
+  std::vector<uint8_t> flags(head_count, 0);
+  for (size_t k = 0; k < options.removed_heads.size(); ++k) flags[k] = options.removed_heads[k] != 0;
+  if (first < 0 || first > static_cast<int32_t>(c.num_hidden_layers)) {
+    return Status::Error("first_layer " + std::to_string(first) + " is outside [0, " +
+                         std::to_string(c.num_hidden_layers) + "]");
+  }
+  if (first > 0) {
+    const size_t kept = static_cast<size_t>(first) * c.num_attention_heads;
+    const Activations& previous = *out;
+    if (previous.ids != ids || previous.layers != static_cast<int32_t>(c.num_hidden_layers) ||
+        previous.heads != static_cast<int32_t>(c.num_attention_heads) ||
+        previous.hidden != static_cast<int32_t>(c.hidden_size) || previous.removed_heads.size() != head_count ||
+        !std::equal(flags.begin(), flags.begin() + static_cast<std::ptrdiff_t>(kept), previous.removed_heads.begin()) ||
+        (options.value_norms && previous.value_norms.size() != head_count * static_cast<size_t>(n))) {
+      return Status::Error("a pass resumed at layer " + std::to_string(first + 1) +
+                           " needs the activations of a pass over the same tokens with the same heads removed before it");
+    }
+  }
   Resize(static_cast<int32_t>(n), out);
   Activations& a = *out;
   a.ids = ids;
-  a.removed_heads.assign(head_count, 0);
-  for (size_t k = 0; k < options.removed_heads.size(); ++k) a.removed_heads[k] = options.removed_heads[k] != 0;
+  a.removed_heads = std::move(flags);
   const uint8_t* removed = options.removed_heads.empty() ? nullptr : a.removed_heads.data();
-  a.value_norms.assign(options.value_norms ? head_count * static_cast<size_t>(n) : 0, 0.0f);
+  if (!options.value_norms) {
+    a.value_norms.clear();
+  } else if (first == 0) {
+    a.value_norms.assign(head_count * static_cast<size_t>(n), 0.0f);
+  }
   const Index H = a.heads, d = a.hidden;
   const float eps = model_.config().layer_norm_eps;
-  Embed(ids, MatrixMap(a.hidden_states.data(), n, d));
-  for (Index l = 0; l < a.layers; ++l) {
+  if (first == 0) Embed(ids, MatrixMap(a.hidden_states.data(), n, d));
+  for (Index l = first; l < a.layers; ++l) {
     const LayerWeights& w = model_.weights().layers[static_cast<size_t>(l)];
     const PackedLayer& packed = packed_[static_cast<size_t>(l)];
     const ConstMatrixMap x(a.hidden_states.data() + l * n * d, n, d);  // (n, d)
@@ -249,8 +272,7 @@ Status Encoder::Forward(const std::vector<int32_t>& ids, Activations* out,
   return Status::Ok();
 }
 
-Status Encoder::MaskedLmLogits(const Activations& activations, int32_t position,
-                               std::vector<float>* logits) const {
+Status Encoder::CheckMaskedLm(const Activations& activations, int32_t position) const {
   const Weights& w = model_.weights();
   const ModelConfig& c = model_.config();
   if (!w.has_masked_lm_head) {
@@ -270,15 +292,52 @@ Status Encoder::MaskedLmLogits(const Activations& activations, int32_t position,
     return Status::Error("position " + std::to_string(position) + " is outside the sentence [0, " +
                          std::to_string(activations.tokens) + ")");
   }
+  return Status::Ok();
+}
+
+RowMajorMatrix Encoder::MaskedLmTransform(const Activations& activations, int32_t position) const {
+  const Weights& w = model_.weights();
   RowMajorMatrix transformed = activations.HiddenState(activations.layers).row(position) *
                                w.mlm_transform_weight.transpose();  // (1, d)
   transformed += w.mlm_transform_bias.transpose();
   Gelu(transformed.data(), static_cast<size_t>(transformed.size()));
-  LayerNorm(transformed, w.mlm_transform_norm_weight, w.mlm_transform_norm_bias, c.layer_norm_eps);
-  logits->resize(c.vocab_size);
-  Eigen::Map<Eigen::VectorXf> scores(logits->data(), c.vocab_size);  // (V)
+  LayerNorm(transformed, w.mlm_transform_norm_weight, w.mlm_transform_norm_bias, model_.config().layer_norm_eps);
+  return transformed;
+}
+
+Status Encoder::MaskedLmLogits(const Activations& activations, int32_t position,
+                               std::vector<float>* logits) const {
+  Status status = CheckMaskedLm(activations, position);
+  if (!status.ok()) return status;
+  const Weights& w = model_.weights();
+  const uint32_t V = model_.config().vocab_size;
+  const RowMajorMatrix transformed = MaskedLmTransform(activations, position);
+  logits->resize(V);
+  Eigen::Map<Eigen::VectorXf> scores(logits->data(), V);  // (V)
   scores.noalias() = w.word_embeddings * transformed.row(0).transpose();
   scores += w.mlm_bias;
+  return Status::Ok();
+}
+
+Status Encoder::MaskedLmLogitsBatch(const std::vector<const Activations*>& passes,
+                                    const std::vector<int32_t>& positions, RowMajorMatrix* logits) const {
+  if (passes.size() != positions.size()) {
+    return Status::Error("give one position per pass: " + std::to_string(passes.size()) + " passes, " +
+                         std::to_string(positions.size()) + " positions");
+  }
+  const Index k = static_cast<Index>(passes.size());
+  const Index d = static_cast<Index>(model_.config().hidden_size);
+  RowMajorMatrix transformed(k, d);
+  for (Index r = 0; r < k; ++r) {
+    if (passes[static_cast<size_t>(r)] == nullptr) return Status::Error("pass " + std::to_string(r) + " is missing");
+    Status status = CheckMaskedLm(*passes[static_cast<size_t>(r)], positions[static_cast<size_t>(r)]);
+    if (!status.ok()) return status;
+    transformed.row(r) = MaskedLmTransform(*passes[static_cast<size_t>(r)], positions[static_cast<size_t>(r)]);
+  }
+  const Weights& w = model_.weights();
+  logits->resize(k, static_cast<Index>(model_.config().vocab_size));
+  logits->noalias() = transformed * w.word_embeddings.transpose();  // (k, V)
+  logits->rowwise() += w.mlm_bias.transpose();
   return Status::Ok();
 }
 

@@ -68,6 +68,12 @@ struct ForwardOptions {
   // Empty: no head is removed.
   std::vector<uint8_t> removed_heads;
   bool value_norms = false;  // fill Activations::value_norms
+  // Resume a pass: layers before first_layer are taken as they are in *out, which must hold a
+  // pass over the same ids with the same heads removed in those layers (and value norms, when
+  // asked for, already filled); only layers first_layer .. L-1 are run again. Every number is
+  // the one a full pass gives, bit for bit: a caller that removes one head after another (the
+  // contribution study) saves the layers in front of it. 0: the whole pass.
+  int32_t first_layer = 0;
 };
 
 class Encoder {
@@ -86,6 +92,13 @@ class Encoder {
   // Fails when the model has no masked-LM head or position is out of range.
   Status MaskedLmLogits(const Activations& activations, int32_t position,
                         std::vector<float>* logits) const;
+  // The same for several passes at one position each: row r of *logits (k, V) is pass r's. The
+  // decoder's table (V, d) is read once for all of them, where k single calls read it k times
+  // (the table is the largest array of the model; the contribution study scores 1 + L * H
+  // passes per word). Equal to the single calls within float rounding (a matrix product sums
+  // in another order than a matrix-vector one).
+  Status MaskedLmLogitsBatch(const std::vector<const Activations*>& passes,
+                             const std::vector<int32_t>& positions, RowMajorMatrix* logits) const;
 
   // Floats one forward pass over n tokens holds (activations and scratch), in 64 bits so that
   // a hostile config cannot wrap it; Forward refuses n when this exceeds
@@ -110,6 +123,10 @@ class Encoder {
   // y = LayerNorm(GELU(x W_i^T + b_i) W_o^T + b_o + x) for one layer; x, y (n, d).
   void FeedForward(const LayerWeights& w, const PackedLayer& packed, const RowMajorMatrix& x,
                    MatrixMap y);
+  // Why the masked-LM head cannot score this pass at this position, or Ok.
+  Status CheckMaskedLm(const Activations& activations, int32_t position) const;
+  // The head's transform of the pass's final hidden state at position: dense, GELU, LayerNorm.
+  RowMajorMatrix MaskedLmTransform(const Activations& activations, int32_t position) const;
   // ||W_O^h v_j|| of the layer whose values value_ holds, into norms (H, n).
   void ValueNorms(const LayerWeights& w, float* norms) const;
 

@@ -121,7 +121,8 @@ Status MeasureContributions(LoadedModel& model, const std::vector<std::string>& 
   const ModelConfig& config = model.model().config();
   const size_t heads = size_t{config.num_hidden_layers} * config.num_attention_heads;
   out->clear();
-  SentenceAnalysis plain, masked, removed;
+  SentenceAnalysis plain, masked;
+  std::vector<Activations> removed;  // (L * H): one pass per removed head
   AnalysisOptions plain_options;
   plain_options.outputs = 0;
   for (size_t s = 0; s < sentences.size(); ++s) {
@@ -138,25 +139,40 @@ Status MeasureContributions(LoadedModel& model, const std::vector<std::string>& 
       AnalysisOptions options = plain_options;
       options.masked_positions = {i};
       status = AnalyzeText(model, sentences[s], options, &masked);
-      LoadedModel::EntryProbability probability;
-      if (status.ok()) status = model.ProbabilityOf(masked, i, w.id, &probability);
       if (!status.ok()) return Status::Error(where + status.message());
-      w.p_full = probability.probability;
-      w.rank_full = probability.rank;
-      w.top1_full = probability.top1;
       const Activations& a = masked.activations;
       for (int32_t l = 0; l < a.layers; ++l) {
         for (int32_t h = 0; h < a.heads; ++h) w.attention.push_back(a.Attention(l, h).row(i).maxCoeff());
       }
-      options.removed_heads.assign(heads, 0);
+      // Head k = l * H + h removed alone: the layers in front of l are those of the masked pass,
+      // so each pass resumes at l from a copy of it (ForwardOptions::first_layer; the same
+      // numbers as a full pass). Then the masked-LM head scores the masked pass and every
+      // removal in one product (Encoder::MaskedLmLogitsBatch).
+      removed.resize(heads);
+      std::vector<const Activations*> passes = {&a};
+      ForwardOptions forward;
+      forward.removed_heads.assign(heads, 0);
+      for (int32_t l = 0; l < a.layers; ++l) {
+        forward.first_layer = l;
+        for (int32_t h = 0; h < a.heads; ++h) {
+          const size_t k = static_cast<size_t>(l) * a.heads + h;
+          removed[k] = a;
+          forward.removed_heads[k] = 1;
+          status = model.encoder().Forward(a.ids, &removed[k], forward);
+          if (!status.ok()) return Status::Error(where + status.message());
+          forward.removed_heads[k] = 0;
+          passes.push_back(&removed[k]);
+        }
+      }
+      std::vector<LoadedModel::EntryProbability> probabilities;
+      status = model.ProbabilitiesOf(passes, i, w.id, &probabilities);
+      if (!status.ok()) return Status::Error(where + status.message());
+      w.p_full = probabilities[0].probability;
+      w.rank_full = probabilities[0].rank;
+      w.top1_full = probabilities[0].top1;
       for (size_t k = 0; k < heads; ++k) {
-        options.removed_heads[k] = 1;
-        status = AnalyzeText(model, sentences[s], options, &removed);
-        if (status.ok()) status = model.ProbabilityOf(removed, i, w.id, &probability);
-        if (!status.ok()) return Status::Error(where + status.message());
-        w.p_removed.push_back(probability.probability);
-        w.top1_removed.push_back(probability.top1);
-        options.removed_heads[k] = 0;
+        w.p_removed.push_back(probabilities[k + 1].probability);
+        w.top1_removed.push_back(probabilities[k + 1].top1);
       }
       out->push_back(std::move(w));
     }
