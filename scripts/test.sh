@@ -42,21 +42,32 @@ stage "GoogleTest (native)"
 ctest --preset native -j "$JOBS"
 
 # One background job at the lowest priority takes the second core while the stages in front use
-# one (the set statistics, the JS tests, the browser tests): the Python tests, then the three
-# sanitizer builds. At nice 19 it gets only what the stages in front leave idle, so their timings
-# are not disturbed. Its output goes to build/logs/background.log and is printed when it ends.
+# one (the set statistics, the JS tests, the browser tests): the Python tests, the three sanitizer
+# builds, their tests and the fuzzing runs. At nice 19 it gets only what the stages in front leave
+# idle, so their timings are not disturbed, and what it has left when they end runs at full speed.
+# Its output goes to build/logs/background.log and is printed when it ends. Each step in it is
+# timed like a stage.
 background() {
-  echo "== Python tests (model file, converter, reference)"
   local start=$SECONDS
+  step() { echo "   ($1: $((SECONDS - start)) s)"; start=$SECONDS; }
+  echo "== Python tests (model file, converter, reference)"
   "$PY" -m unittest discover -s tests/py
-  echo "   (Python tests: $((SECONDS - start)) s)"
+  step "Python tests"
   echo "== builds: native with ASan + UBSan, wasm32 with ASan, the fuzz targets"
-  start=$SECONDS
   scripts/build.sh native-asan
   cmake --preset wasm-asan >/dev/null
   cmake --build --preset wasm-asan -j "$JOBS" --target loader_tests
   tests/fuzz/run.sh --build-only
-  echo "   (sanitizer builds: $((SECONDS - start)) s)"
+  step "sanitizer builds"
+  echo "== GoogleTest (AddressSanitizer + UBSan)"
+  ctest --preset native-asan -j "$JOBS"
+  step "GoogleTest with ASan + UBSan"
+  echo "== the loader's tests in wasm32 with AddressSanitizer (Emscripten, run by Node)"
+  node --no-experimental-fetch build/wasm-asan/loader_tests.cjs
+  step "wasm32 ASan loader tests"
+  echo "== fuzzing (libFuzzer with ASan + UBSan)"
+  tests/fuzz/run.sh 60
+  step "fuzzing"
 }
 mkdir -p build/logs
 background_log="$ROOT/build/logs/background.log"
@@ -68,7 +79,7 @@ setsid nice -n 19 bash -c 'echo 19 > /proc/self/autogroup 2>/dev/null || true; s
   >"$background_log" 2>&1 &
 background_pid=$!
 trap 'kill -- "-$background_pid" 2>/dev/null || true' EXIT
-echo "   (in the background at nice 19: the Python tests, then the sanitizer builds; log $background_log)"
+echo "   (in the background at nice 19: the Python tests, the sanitizer builds and their tests, fuzzing; log $background_log)"
 
 stage "the site (engine, models, the split model, manifest, bundle, examples, set statistics)"
 node scripts/site/build_site.mjs
@@ -83,7 +94,7 @@ if ((${#browser_tests[@]})); then
   node --test --test-concurrency=1 "${browser_tests[@]}"
 fi
 
-stage "the background job: Python tests and sanitizer builds (waiting for it, then its log)"
+stage "the background job: Python tests, sanitizer builds and tests, fuzzing (waiting for it, then its log)"
 background_status=0
 wait "$background_pid" || background_status=$?
 trap - EXIT
@@ -92,14 +103,5 @@ if ((background_status != 0)); then
   echo "test: the background job failed (exit $background_status); its log is above"
   exit "$background_status"
 fi
-
-stage "GoogleTest (AddressSanitizer + UBSan)"
-ctest --preset native-asan -j "$JOBS"
-
-stage "the loader's tests in wasm32 with AddressSanitizer (Emscripten, run by Node)"
-node --no-experimental-fetch build/wasm-asan/loader_tests.cjs
-
-stage "fuzzing (libFuzzer with ASan + UBSan)"
-tests/fuzz/run.sh 60
 stage ""
 echo "== every test passed in $SECONDS s"
