@@ -2,7 +2,8 @@
 (the split layout of model_data/README.md, "Split layout for the page").
 
     python3 -m scripts.model.split_model split MODEL.attn OUT_DIR [--rows-per-shard R]
-        writes OUT_DIR/<stem>.core.attn and OUT_DIR/<stem>.rows/00000.bin, 00001.bin, ...
+        writes OUT_DIR/<stem>.core.attn, OUT_DIR/<stem>.rows/00000.bin, 00001.bin, ... and
+        OUT_DIR/<stem>.rows.bin, every shard back to back (for a reader who needs every row)
     python3 -m scripts.model.split_model join CORE.attn SHARD_DIR OUT.attn
         rebuilds the single file, byte for byte
 
@@ -62,6 +63,12 @@ def output_names(model_path, out_dir):
     if stem.endswith(".attn"):
         stem = stem[:-len(".attn")]
     return os.path.join(out_dir, stem + ".core.attn"), os.path.join(out_dir, stem + ".rows")
+
+
+def all_rows_name(rows_dir):
+    """The file of every shard back to back, in index order, next to the shard folder: one
+    download for a reader who needs the whole table (the masked-LM head scores every entry)."""
+    return rows_dir + ".bin"
 
 
 def _align(value, alignment):
@@ -432,6 +439,7 @@ def _split_command(args):
         os.remove(os.path.join(rows_dir, name))
     for k, shard in enumerate(shards):
         _write(os.path.join(rows_dir, shard_name(k)), shard)
+    _write(all_rows_name(rows_dir), b"".join(shards))
     _write(core_path, core)
     sizes = sorted(len(s) for s in shards)
     print(f"split {args.model} ({len(buf):,} bytes), {args.rows_per_shard} rows per shard:")
@@ -440,6 +448,7 @@ def _split_command(args):
     print(f"  shards {rows_dir}/00000.bin .. {shard_name(len(shards) - 1)}: {len(shards):,} "
           f"files, {sum(sizes):,} bytes; per shard min {sizes[0]:,}, median "
           f"{int(statistics.median(sizes)):,}, max {sizes[-1]:,}")
+    print(f"  all    {all_rows_name(rows_dir)}: the {len(shards):,} shards back to back, {sum(sizes):,} bytes")
     return 0
 
 
@@ -461,7 +470,7 @@ def main(argv=None):
                     "them back (model_data/README.md, 'Split layout for the page').")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("split", help="MODEL.attn -> OUT_DIR/<stem>.core.attn + "
-                                     "OUT_DIR/<stem>.rows/NNNNN.bin")
+                                     "OUT_DIR/<stem>.rows/NNNNN.bin + OUT_DIR/<stem>.rows.bin")
     p.add_argument("model", metavar="MODEL.attn")
     p.add_argument("out_dir", metavar="OUT_DIR")
     p.add_argument("--rows-per-shard", "-r", type=int, default=DEFAULT_ROWS_PER_SHARD,

@@ -91,7 +91,11 @@ if (models[COMPACT]) {
     preload = [...new Set(lines.trim().split('\n').flatMap((line) => line.trim().split(/\s+/).map((id) => Math.floor(Number(id) / ROWS_PER_SHARD))))].sort((a, b) => a - b);
   }
   models[COMPACT].core = { file: `${COMPACT}.core.attn`, bytes: core.length, sha256: sha256(core) };
-  models[COMPACT].shards = { folder: `${folder}/`, rows_per_shard: ROWS_PER_SHARD, count: shardFiles.length, bytes: shardBytes, preload };
+  // The all-rows file (every shard back to back, split_model.py writes it): one download, with
+  // its checksum, for a reader whose page needs the whole table (the masked-LM head).
+  const allRows = readFileSync(join(modelsDir, `${folder}.bin`));
+  const all = { file: `${folder}.bin`, bytes: allRows.length, sha256: sha256(allRows) };
+  models[COMPACT].shards = { folder: `${folder}/`, rows_per_shard: ROWS_PER_SHARD, count: shardFiles.length, bytes: shardBytes, preload, all };
 }
 const names = Object.keys(models);
 if (!names.length) {

@@ -59,7 +59,8 @@ const mb = (bytes) => `${(bytes / 1e6).toFixed(bytes < 1e6 ? 3 : 1)} MB`;
 
 // Copies the files into `out` (new, empty, or written by publish before) and returns
 // {files: [{path, bytes, when}], manifest}; when: 'first' (every reader, first view), 'shards'
-// (rows fetched as sentences need them), 'frame' (the iframe form only), 'precision'.
+// (rows fetched as sentences need them), 'all-rows' (every row in one file, for the figures that
+// predict), 'frame' (the iframe form only), 'precision'.
 export function publish({ out, precision = false, quiet = false } = {}) {
   if (!out) throw new Error('publish: --out DIR is required');
   out = resolve(out);
@@ -82,6 +83,7 @@ export function publish({ out, precision = false, quiet = false } = {}) {
     for (const name of readdirSync(join(web, folder)).filter((f) => f.endsWith('.bin')).sort()) {
       add(folder + name, preload.has(Number(name.slice(0, -4))) ? 'first' : 'shards');
     }
+    if (chosen.shards.all) add(`models/${chosen.shards.all.file}`, 'all-rows');
   } else {
     add(`models/${chosen.file}`, 'first');
   }
@@ -129,6 +131,7 @@ export function publish({ out, precision = false, quiet = false } = {}) {
     if (chosen.shards) console.log(`  models/${chosen.shards.folder}*.bin ${String(files.length - shown.length).padStart(4)} shards ${mb(files.filter((f) => /\.bin$/.test(f.path)).reduce((a, f) => a + f.bytes, 0))} (${files.length - shown.length - shards.length} with the first view)`);
     console.log(`A reader's first view: ${mb(sum('first'))} (bundle, engine, manifest, model core and the opening sentence's shards);`);
     console.log(`  each new sentence then fetches the shards of its words (about 15 kB each, ${mb(sum('shards'))} in all).`);
+    if (chosen.shards?.all) console.log(`  A figure that predicts words (the masked-LM head scores every entry) fetches the all-rows file instead, once (${mb(sum('all-rows'))}).`);
     console.log('Later visits: the wasm, the model core and the shards come from the browser\'s Cache API (keyed by their sha256);');
     console.log('  only the bundle, the engine\'s scripts and the manifest are asked for again (HTTP caching decides).');
     console.log(`The iframe form adds embed.html, embed-frame.js and css/embed.css (${mb(sum('frame'))}).`);

@@ -112,6 +112,50 @@ TEST(SplitCodedTableTest, ACoreWithARiceCodedWordTableDecodesItsShardsAsTheSingl
   });
 }
 
+TEST_F(SplitModelTest, TheAllRowsFileLoadsEveryShardAndNamesWhereItBreaks) {
+  std::vector<uint8_t> all;
+  for (const auto& shard : split_.shards) all.insert(all.end(), shard.begin(), shard.end());
+  int32_t count = -1;
+  Status status = core_->LoadShards(all.data(), all.size(), &count);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(count, 10);
+  EXPECT_TRUE(core_->model().AllRowsLoaded());
+  SentenceAnalysis analysis, want;
+  ASSERT_TRUE(AnalyzeText(*core_, "the cat sat on the mat.", AnalysisOptions(), &analysis).ok());
+  ASSERT_TRUE(AnalyzeText(*whole_, "the cat sat on the mat.", AnalysisOptions(), &want).ok());
+  EXPECT_EQ(analysis.activations.hidden_states, want.activations.hidden_states);
+
+  // A fresh core for each damaged copy: the shards in front of the damage load, the rest not.
+  const size_t third = split_.shards[0].size() + split_.shards[1].size();
+  auto fresh = [&]() {
+    EXPECT_TRUE(LoadedModel::FromBuffer(split_.core.data(), split_.core.size(), &core_).ok());
+  };
+  std::vector<uint8_t> bytes = all;
+  bytes[third + 70] ^= 0x10;  // inside shard 3's payload
+  fresh();
+  status = core_->LoadShards(bytes.data(), bytes.size(), &count);
+  EXPECT_HAS(status.message(), "all-rows file, shard 3 at byte " + std::to_string(third) + ": ");
+  EXPECT_HAS(status.message(), "fails its checksum");
+  EXPECT_EQ(count, 2);
+  EXPECT_EQ(core_->model().loaded_shards(), 2u);
+  bytes.assign(all.begin(), all.end() - 5);  // cut inside the last shard's payload
+  fresh();
+  EXPECT_HAS(core_->LoadShards(bytes.data(), bytes.size(), &count).message(), "only");
+  EXPECT_EQ(count, 9);
+  bytes.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(third + 20));  // inside a header
+  fresh();
+  EXPECT_HAS(core_->LoadShards(bytes.data(), bytes.size(), &count).message(), "ends 20 bytes into a 64-byte shard header");
+  fresh();
+  EXPECT_HAS(core_->LoadShards(nullptr, 0, &count).message(), "is empty");
+  EXPECT_EQ(count, 0);
+  // A payload length that would run past the end (or wrap) is refused before it is read.
+  bytes = all;
+  testing::PutU64(&bytes, 32, ~uint64_t{0});
+  fresh();
+  EXPECT_HAS(core_->LoadShards(bytes.data(), bytes.size(), &count).message(), "only");
+  EXPECT_EQ(core_->model().loaded_shards(), 0u);
+}
+
 TEST_F(SplitModelTest, DamagedForeignAndMisplacedShardsAreRefusedAndChangeNothing) {
   std::vector<uint8_t> bytes = split_.shards[3];
   bytes.back() ^= 0x40;

@@ -26,7 +26,7 @@ function writeManifest(folder) {
   const url = (file) => pathToFileURL(join(folder, file)).href;
   const local = {
     default: NAME,
-    models: { [NAME]: { ...entry, file: url(entry.file), core: { ...entry.core, file: url(entry.core.file) }, shards: { ...entry.shards, folder: `${url(entry.shards.folder)}/` } } },
+    models: { [NAME]: { ...entry, file: url(entry.file), core: { ...entry.core, file: url(entry.core.file) }, shards: { ...entry.shards, folder: `${url(entry.shards.folder)}/`, all: { ...entry.shards.all, file: url(entry.shards.all.file) } } } },
     engine: { ...real.engine, glue: pathToFileURL(join(root, 'web', 'engine', 'attention_engine.js')).href, wasm: pathToFileURL(join(root, 'web', 'engine', 'attention_engine.wasm')).href },
   };
   const path = join(tmp, `manifest-${Math.random().toString(36).slice(2)}.json`);
@@ -66,9 +66,36 @@ test('the split model gives the single file\u2019s results and fetches only the 
   const before = split.shardStats.requests;
   for (const sentence of sentences.slice(0, 10)) await split.ensureRows(sentence);
   assert.equal(split.shardStats.requests, before);
-  // Predictions need every row: the rest of the table is fetched, then they equal the single file's.
-  await split.ensureRows(sentences[0], { all: true });
+  // Predictions need every row: the rest of the table is fetched (more than half of it is
+  // missing, so as the one all-rows file), then they equal the single file's.
+  assert.ok(manifest.entry.shards.all.bytes === manifest.entry.shards.bytes, 'the all-rows file is the shards back to back');
+  const progress = [];
+  await split.ensureRows(sentences[0], { all: true, onProgress: (p) => progress.push(p) });
+  assert.equal(split.shardStats.requests, before + 1, 'one request for the rest of the table');
+  assert.equal(split.shardSummary.loaded, manifest.entry.shards.count);
+  assert.ok(progress.length > 0 && progress.every((p) => p.phase === 'rows') && progress.at(-1).percent === 100);
   assert.deepEqual(split.predict(sentences[0], 2, 5), single.predict(sentences[0], 2, 5));
+  assert.deepEqual(split.predict(sentences[1], 3, 5, { masked: true }), single.predict(sentences[1], 3, 5, { masked: true }));
+});
+
+test('a damaged all-rows file is refused with its message, and the engine keeps working', async (t) => {
+  if (!requireInputs(t, [join(models, `${NAME}.core.attn`)], 'run node scripts/site/build_site.mjs')) return;
+  const folder = join(tmp, 'site-all');
+  cpSync(models, folder, { recursive: true, filter: (src) => !src.endsWith('.naive.attn') && !/explainer-mini\.attn$/.test(src) });
+  const local = writeManifest(folder);
+  const allPath = join(folder, local.entry.shards.all.file);
+  const good = readFileSync(allPath);
+  const bad = Buffer.from(good);
+  bad[bad.length >> 1] ^= 0x01;
+  writeFileSync(allPath, bad);
+  const engine = await createEngine({ manifestUrl: local.url });
+  await assert.rejects(engine.ensureRows('The cat sat.', { all: true }),
+    (error) => error instanceof EngineError && error.kind === 'model' && /word-embedding rows .* SHA-256 does not match/.test(error.message));
+  await engine.ensureRows('The cat sat.');
+  assert.ok(engine.analyze('The cat sat.').n > 3, 'the engine still fetches and analyses sentences');
+  writeFileSync(allPath, good);
+  await engine.ensureRows('The cat sat.', { all: true });
+  assert.equal(engine.shardSummary.loaded, local.entry.shards.count);
 });
 
 test('a missing or corrupt shard is refused with its message; the engine keeps working and a retry loads', async (t) => {

@@ -359,8 +359,21 @@ class ShardedCliTest(unittest.TestCase):
             self.assertIn("attention", result)
             self.assertIn("rollout", result)
             self.assertIn("hidden", result)
+        # The all-rows file is every shard back to back, and loads as the folder does.
+        all_rows = split_model.all_rows_name(rows_dir)
+        names = sorted(n for n in os.listdir(rows_dir) if n.endswith(".bin"))
+        with open(all_rows, "rb") as f:
+            together = f.read()
+        joined = b""
+        for name in names:
+            with open(os.path.join(rows_dir, name), "rb") as f:
+                joined += f.read()
+        self.assertEqual(together, joined, "the all-rows file is not the shards in index order")
+        for text in sentences[:3]:
+            self.assertEqual(self.analyze(core, text, all_rows).stdout, self.analyze(COMPACT, text).stdout,
+                             f"{text!r}: core + the all-rows file differ from the single file")
         print(f"\n  core + shards vs the single file: identical output on {len(sentences)} "
-              f"sentences", end="")
+              f"sentences (and on 3 with the all-rows file)", end="")
 
     def diagnose(self, single, split, text):
         """Why two outputs differ: the largest differences, and whether the single file's own

@@ -137,6 +137,22 @@ class Engine {
     return status.ok() ? "" : status.message();
   }
 
+  // The all-rows file (every shard back to back): "" when it loaded and every row is now in,
+  // else why not.
+  std::string LoadShards(const std::string& bytes) {
+    if (!loaded_) return "No model is loaded.";
+    int32_t count = 0;
+    attn::Status status = loaded_->LoadShards(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), &count);
+    if (!status.ok()) return status.message();
+    const attn::Model& model = loaded_->model();
+    if (!model.AllRowsLoaded()) {
+      return "the all-rows file holds " + std::to_string(count) + " shards; the core has " +
+             std::to_string(model.shard_count()) + " and " + std::to_string(model.shard_count() - static_cast<int32_t>(model.loaded_shards())) +
+             " are still missing";
+    }
+    return "";
+  }
+
   // The shards a text's tokens need that are not loaded yet, in increasing order.
   val MissingShards(const std::string& text, int max_length) const {
     val list = val::array();
@@ -301,6 +317,7 @@ EMSCRIPTEN_BINDINGS(attention_engine) {
       .function("analyzeAblated", &Engine::AnalyzeAblated)
       .function("tokenize", &Engine::Tokenize)
       .function("loadShard", &Engine::LoadShard)
+      .function("loadShards", &Engine::LoadShards)
       .function("missingShards", &Engine::MissingShards)
       .function("vocabulary", &Engine::Vocabulary)
       .function("topPredictions", &Engine::TopPredictions)

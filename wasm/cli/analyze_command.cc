@@ -20,13 +20,13 @@ namespace attn::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: attention-cli analyze --model FILE [--shards DIR] [--json] [--ablate L.H[,L.H...]] [--hidden] "
+    "usage: attention-cli analyze --model FILE [--shards DIR|FILE] [--json] [--ablate L.H[,L.H...]] [--hidden] "
     "[--layer L --head H --word I] [--residual R] TEXT|-\n"
     "  --json      print {model, tokens, attention[l][h][i][j], rollout, head_profiles}\n"
     "  --ablate    remove these heads (counted from 1, as on the page): their probabilities\n"
     "              times 0 before the output projection; their attention is still reported\n"
     "  --hidden    (--json) add \"hidden\": [n][d], the last layer's hidden states\n"
-    "  --shards    the folder of a split model's shard files (--model is its core file)\n"
+    "  --shards    the folder of a split model's shard files, or its all-rows file (--model is its core file)\n"
     "  --layer/--head/--word  (readable mode) show row I of head (L, H) with bars\n"
     "  --residual  rollout residual weight r in [0, 1] (default 0.5)\n"
     "  TEXT '-' reads standard input.\n";

@@ -161,7 +161,7 @@ void WriteCounts(FILE* out, const HeadProfile& p) {
 }
 
 constexpr const char* kProfileUsage =
-    "usage: attention-cli profile --model FILE [--shards DIR] --sentences FILE --json [--per-sentence]\n"
+    "usage: attention-cli profile --model FILE [--shards DIR|FILE] --sentences FILE --json [--per-sentence]\n"
     "                             [--resamples B] [--seed S] [--progress]\n"
     "  Every head over the sentences (one per line): the counts behind each share with their\n"
     "  denominators, the label by the core's rule, and cluster-bootstrap intervals over sentences\n"
@@ -169,7 +169,7 @@ constexpr const char* kProfileUsage =
     "  --per-sentence  add every sentence's counts (to re-derive the bootstrap independently)\n";
 
 constexpr const char* kContributionUsage =
-    "usage: attention-cli contribution --model FILE [--shards DIR] --sentences FILE --json\n"
+    "usage: attention-cli contribution --model FILE [--shards DIR|FILE] --sentences FILE --json\n"
     "                                  [--resamples B] [--permutations P] [--seed S] [--threads N] [--progress]\n"
     "  Every whole word of every sentence, masked alone: the exact probability of the original\n"
     "  word, each head's largest weight in the [MASK] row, and the probability with each head\n"

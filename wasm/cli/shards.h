@@ -1,5 +1,5 @@
 // Loading the shard files of a split model (model_data/README.md, "Split layout for the page")
-// from a folder, for the CLI's --shards option.
+// from a folder, or the all-rows file, for the CLI's --shards option.
 #pragma once
 
 #include <algorithm>
@@ -15,9 +15,17 @@
 namespace attn::cli {
 
 // Loads every regular file in dir as a shard of model, in name order; the first failure stops
-// with a status naming the file.
+// with a status naming the file. A path that is a file is read as the all-rows file (every
+// shard back to back).
 inline Status LoadShardFolder(const std::string& dir, LoadedModel* model) {
   std::error_code error;
+  if (std::filesystem::is_regular_file(dir, error)) {
+    std::ifstream in(dir, std::ios::binary);
+    const std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (!in.good() && !in.eof()) return Status::Error("cannot read the all-rows file '" + dir + "'");
+    Status status = model->LoadShards(bytes.data(), bytes.size());
+    return status.ok() ? status : Status::Error(dir + ": " + status.message());
+  }
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
     if (entry.is_regular_file()) files.push_back(entry.path());

@@ -197,6 +197,10 @@ class LoadedModel {
     return model_->LoadWordEmbeddingShard(data, size, index);
   }
   std::vector<int32_t> MissingShards(std::string_view text, int32_t max_length = 0) const;
+  // The all-rows file: every shard back to back (Model::LoadWordEmbeddingShards).
+  Status LoadShards(const uint8_t* data, size_t size, int32_t* count = nullptr) {
+    return model_->LoadWordEmbeddingShards(data, size, count);
+  }
 
   // The masked-LM head's k most probable entries at one position of an analysis made with
   // this model, best first. Fails when the model has no masked-LM head.

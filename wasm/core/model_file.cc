@@ -642,6 +642,33 @@ Status Model::AdoptShardedWordEmbeddings(const TensorInfo& info, const uint8_t* 
   return Status::Ok();
 }
 
+Status Model::LoadWordEmbeddingShards(const uint8_t* data, size_t size, int32_t* count) {
+  using S = ShardFileFormat;
+  int32_t loaded = 0;
+  if (count) *count = 0;
+  if (data == nullptr || size == 0) return Status::Error("the all-rows file is empty; fetch it again");
+  size_t offset = 0;
+  while (offset < size) {
+    const std::string where = "all-rows file, shard " + Num(loaded + 1) + " at byte " + Num(offset) + ": ";
+    const size_t left = size - offset;
+    if (left < S::kHeaderBytes) {
+      return Status::Error(where + "the file ends " + Num(left) + " bytes into a 64-byte shard header" + kCopyAgain);
+    }
+    const uint64_t payload = ReadU64(data + offset + S::kPayloadBytesAt);
+    if (payload > left - S::kHeaderBytes) {
+      return Status::Error(where + "its header gives a payload of " + Num(payload) + " bytes, only " +
+                           Num(left - S::kHeaderBytes) + " follow" + kCopyAgain);
+    }
+    const size_t bytes = S::kHeaderBytes + static_cast<size_t>(payload);
+    Status status = LoadWordEmbeddingShard(data + offset, bytes);
+    if (!status.ok()) return Status::Error(where + status.message());
+    offset += bytes;
+    ++loaded;
+    if (count) *count = loaded;
+  }
+  return Status::Ok();
+}
+
 Status Model::LoadWordEmbeddingShard(const uint8_t* data, size_t size, int32_t* index) {
   using S = ShardFileFormat;
   if (!sharded()) {

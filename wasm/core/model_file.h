@@ -213,6 +213,10 @@ class Model {
   // payload size and CRC, every lane) and decodes its rows into place. On failure nothing
   // changes; loading a shard twice is harmless. *index (if given) is the shard's k.
   Status LoadWordEmbeddingShard(const uint8_t* data, size_t size, int32_t* index = nullptr);
+  // Shard files back to back (the all-rows file of the split layout), each loaded as above;
+  // each shard's length is its header's plus its payload's. The first failure stops, naming the
+  // shard's place in the file; the shards before it stay loaded. *count: the shards loaded.
+  Status LoadWordEmbeddingShards(const uint8_t* data, size_t size, int32_t* count = nullptr);
 
   // Calls visit(const TensorInfo&, const float* values) for every decoded tensor in file order
   // (every tensor but the pooler's); values holds info.spec.numel() floats.

@@ -179,14 +179,25 @@ export class AttentionEngine {
   // A model in the split layout analyses a text only once the word-embedding rows of its tokens
   // are in: this fetches the shards that are missing (six at a time; from the Cache API when a
   // visit already fetched them) and hands each to the core, which checks it against the core
-  // file. all: every shard (the masked-LM head scores the whole vocabulary). A shard is cached
-  // only after the core accepted it. A no-op for a single model file.
+  // file. all: every shard (the masked-LM head scores the whole vocabulary); when more than half
+  // of them are missing and the manifest names the all-rows file, that one file comes instead of
+  // hundreds of requests. A shard is cached only after the core accepted it. A no-op for a
+  // single model file.
   async ensureRows(text, { all = false, onProgress = () => {} } = {}) {
     if (!this._shards) return;
     checkText(text ?? '', this.info);
     const missing = all
       ? Array.from({ length: this._shards.count }, (_, k) => k).filter((k) => !this._loadedShards?.has(k))
       : Array.from(this._nativeCall('missingShards', text, 0));
+    if (all && this._shards.all && missing.length > this._shards.count / 2) {
+      // Figures that predict at once share one download (a failed one is tried afresh next time).
+      this._allRows ??= this.loadAllRows(onProgress).catch((error) => {
+        this._allRows = null;
+        throw error;
+      });
+      await this._allRows;
+      return;
+    }
     let done = 0;
     const queue = missing.slice();
     const worker = async () => {
@@ -197,6 +208,33 @@ export class AttentionEngine {
       }
     };
     await Promise.all(Array.from({ length: Math.min(6, missing.length) }, worker));
+  }
+
+  // The all-rows file (every shard back to back): checked against the manifest's SHA-256, handed
+  // to the core, which checks each shard against the core file as it does a single one, and
+  // cached (one entry) only once accepted; a bad copy is fetched once more (fetchVerified).
+  async loadAllRows(onProgress = () => {}) {
+    const { url, checksum } = this._shards.all;
+    const use = (bytes) => {
+      const message = this._nativeCall('loadShards', bytes);
+      return message
+        ? { refusal: new EngineError('model', `The word-embedding rows ${url} could not be used: ${message}. Retry; if it happens again, the site serves a damaged or mismatched file.`) }
+        : { value: true };
+    };
+    let fromCache = false;
+    const { bytes } = await fetchVerified(url, {
+      what: 'word-embedding rows', kind: 'model', cacheKey: `${url}?sha256=${checksum.sha256}`, checksum,
+      onProgress: (p) => {
+        fromCache = p.fromCache;
+        onProgress({ phase: 'rows', loaded: p.loaded, total: p.total, percent: p.percent ?? 0, fromCache });
+      },
+    }, use);
+    this._loadedShards ??= new Set();
+    for (let k = 0; k < this._shards.count; ++k) this._loadedShards.add(k);
+    if (!fromCache) {
+      this.shardStats.requests += 1;
+      this.shardStats.bytes += bytes;
+    }
   }
 
   // Shard k handed to the core (prefetched: a promise of it, already on its way), cached once
@@ -439,7 +477,8 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
   const [{ value: { module, native, tReady, t3 }, bytes: modelBytes }, { bytes: wasmBytes }] = await Promise.all([modelLoad, compiled, instance]);
   const info = { ...native.info(), url: resolvedModelUrl, sha256: modelFile?.sha256 ?? null };
   const t4 = now();
-  const shards = split ? { baseUrl: shardBase, coreSha: entry.core.sha256, count: entry.shards.count, bytes: entry.shards.bytes ?? 0 } : null;
+  const allRows = split && checksumOf(entry.shards.all) ? { url: new URL(entry.shards.all.file, base).href, checksum: checksumOf(entry.shards.all) } : null;
+  const shards = split ? { baseUrl: shardBase, coreSha: entry.core.sha256, count: entry.shards.count, bytes: entry.shards.bytes ?? 0, all: allRows } : null;
   const engine = new AttentionEngine(module, native, info, {
     // fetchMs: until both files are here (and checked); compileMs: the wasm's download and
     // compilation; parseMs: the core reading the model file; totalMs: the whole.
