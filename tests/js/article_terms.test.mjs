@@ -108,6 +108,14 @@ test('every head label is defined where head labels are, and the first mention o
   const earlier = [...article.doc.querySelectorAll('main p')].filter((p) => p !== labels && labels.compareDocumentPosition(p) & 2 /* PRECEDING */
     && Object.values(SHORT_LABELS).every((label) => [...p.querySelectorAll('i')].some((i) => i.textContent === label)));
   for (const p of earlier) assert.ok(p.querySelector(`a[href="#${labels.id}"]`), `a paragraph lists the labels before #${labels.id} without a link to it`);
+  // Each label's definition has its own anchor, and Figure 1's legend links each label to it.
+  const legend = article.doc.getElementById('legend');
+  for (const label of Object.values(SHORT_LABELS)) {
+    const anchor = labels.querySelector(`i#label-${label}`);
+    assert.ok(anchor && anchor.textContent === label, `#${labels.id} has no anchor #label-${label} on its definition`);
+    const link = legend.querySelector(`a[href="#label-${label}"]`);
+    assert.ok(link && link.textContent === label, `the legend under Figure 1 does not link ${label} to its definition`);
+  }
 });
 
 test('the check finds a term used too early, and lets a link to its definition pass', () => {
