@@ -85,7 +85,10 @@ function assertReading(reading, expected, cell, where) {
   assert.equal(Number(reading.column), expected.column, `${where}: column`);
   assert.equal(reading.value, expected.value, `${where}: the readout's weight is not the engine's`);
   const head = `L${cell.layer + 1} H${cell.head + 1}`;
-  const words = `\u201c${expected.tokens[cell.row]}\u201d \u2192 \u201c${expected.tokens[expected.column]}\u201d ${Number(expected.value).toFixed(3)}`;
+  // A weight is above 0 and below 1, so the line never prints 0.000 or 1.000.
+  const v = Number(expected.value);
+  const printed = v < 0.001 ? '<0.001' : v > 0.9995 ? '>0.999' : v.toFixed(3);
+  const words = `\u201c${expected.tokens[cell.row]}\u201d \u2192 \u201c${expected.tokens[expected.column]}\u201d ${printed}`;
   assert.ok(reading.text.startsWith(`${head}${expected.label ? ` ${expected.label}` : ''} \u00b7 ${words}`), `${where}: the readout says \u201c${reading.text}\u201d, not \u201c${head} \u2026 ${words}\u201d`);
 }
 
@@ -146,7 +149,9 @@ describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, (
     assert.equal(reading.source, 'selection');
     assertReading(reading, await engineCell(page, { ...shown, row: shown.token, column: null }), { ...shown, row: shown.token }, 'the selection');
 
-    // A tap on a cell of another head's heatmap: that head is chosen, and the line reads the cell.
+    // A tap on a cell of another head's heatmap: that head is chosen, and the line reads that
+    // head's row of the selected token (its largest weight), as the chart does, not the cell
+    // the finger covered.
     const shape = await modelShape(page);
     const target = { layer: (shown.layer + 1) % shape.layers, head: (shown.head + 3) % shape.heads };
     const canvas = page.locator(`#instrument button.cell[data-layer="${target.layer}"][data-head="${target.head}"] canvas`);
@@ -160,7 +165,7 @@ describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, (
       && document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.head === String(t.head), target);
     reading = await readoutOf(page, '#instrument');
     assert.equal(reading.source, 'tap');
-    assertReading(reading, await engineCell(page, { sentence: shown.sentence, ...cell }), cell, 'a tapped cell');
+    assertReading(reading, await engineCell(page, { sentence: shown.sentence, ...target, row: shown.token, column: null }), { ...target, row: shown.token }, 'a tapped tile');
     // It stays after the tap (no hover to lose on a touch screen).
     await page.waitForTimeout(300);
     assert.equal((await readoutOf(page, '#instrument')).value, reading.value);
@@ -288,16 +293,28 @@ describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, (
       const labels = panels.nth(k).locator('.axis span');
       assert.deepEqual(await labels.allTextContents(), tokens, `panel ${k} has other labels`);
     }
-    // Visible, and each under its own column.
+    // Drawn at 12 px or more, each under its own column; where the columns are narrower than
+    // that (two panels a row on a phone) every second or third is drawn, counted from the
+    // selected token's, and the legend says so.
     const geometry = await panels.nth(5).evaluate((button) => {
       const chart = button.querySelector('svg').getBoundingClientRect();
-      return { chart: [chart.left, chart.width], labels: [...button.querySelectorAll('.axis span')].map((s) => { const r = s.getBoundingClientRect(); return [r.left + r.width / 2, r.width, r.height]; }) };
+      return { chart: [chart.left, chart.width], labels: [...button.querySelectorAll('.axis span')].map((s) => { const r = s.getBoundingClientRect(); return [r.left + r.width / 2, r.width, r.height, getComputedStyle(s).visibility !== 'hidden', parseFloat(getComputedStyle(s).fontSize)]; }) };
     });
-    geometry.labels.forEach(([centre, width, height], c) => {
+    const drawn = geometry.labels.map((l, c) => (l[3] ? c : -1)).filter((c) => c >= 0);
+    const step = drawn[1] - drawn[0];
+    const stepped = drawn.length > 1 ? step : 1;
+    assert.ok(drawn.includes(shown.token), `the selected token (${shown.token}) is not named: ${drawn}`);
+    assert.ok(stepped >= 1 && stepped <= 3, `every ${stepped}th label is drawn`);
+    assert.deepEqual(drawn, tokens.map((_, c) => c).filter((c) => Math.abs(c - shown.token) % stepped === 0), 'the drawn labels are not evenly spaced');
+    assert.ok(geometry.chart[1] / tokens.length * stepped >= 12, 'the drawn labels are closer than 12 px');
+    drawn.forEach((c) => {
+      const [centre, width, height, , size] = geometry.labels[c];
       const expected = geometry.chart[0] + ((c + 0.5) * geometry.chart[1]) / tokens.length;
       assert.ok(Math.abs(centre - expected) < geometry.chart[1] / tokens.length / 2, `label ${c} is not under its column`);
       assert.ok(width > 0 && height > 0, `label ${c} is not drawn`);
+      assert.ok(size >= 12, `label ${c} is ${size} px`);
     });
+    if (stepped > 1) assert.match(await figure.evaluate((el) => el.shadowRoot.textContent), /every (second|third) one, counted from .*, named under the columns/);
     let reading = await readoutOf(page, 'attention-heads');
     assert.ok(reading.visible);
     assert.equal(reading.source, 'selection');
@@ -319,7 +336,7 @@ describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, (
     // line floating over the panels would cover their labels).
     const own = await panel.locator('.fav').evaluate((el) => ({ text: el.textContent, probed: el.classList.contains('probed'), top: el.getBoundingClientRect().top, bottom: el.getBoundingClientRect().bottom, height: innerHeight }));
     assert.ok(own.probed, 'the tapped panel does not show the reading');
-    assert.equal(own.text, `\u201c${tokens[column]}\u201d ${reading.text.match(/(\d\.\d{3})$/)?.[1] ?? Number(reading.value).toFixed(3)}`);
+    assert.equal(own.text, `\u201c${tokens[column]}\u201d ${reading.text.match(/([<>]?\d\.\d{3})$/)?.[1]}`);
     assert.ok(own.top >= 0 && own.bottom <= own.height + 0.5, `the tapped panel's reading is off screen (${own.top} to ${own.bottom} of ${own.height})`);
     const readoutStyle = await page.locator('attention-heads p.readout').evaluate((el) => getComputedStyle(el).position);
     assert.notEqual(readoutStyle, 'sticky', 'the readout floats over the panels');

@@ -196,6 +196,11 @@ test('weights and precisions are said at their size and in words', async () => {
   // float32 rounds a softmax weight of 1 - 1e-9 to exactly 1; it is still not 1.
   assert.equal(fmtWeight(1), 'more than 0.999');
   assert.equal(fmtWeight(Math.fround(1 - 1e-9)), 'more than 0.999');
+  // The short form, for a readout or a table cell.
+  assert.equal(fmtWeight(0.0002, 3, { short: true }), '<0.001');
+  assert.equal(fmtWeight(1, 3, { short: true }), '>0.999');
+  assert.equal(fmtWeight(0.25, 3, { short: true }), '0.250');
+  assert.equal(fmtWeight(0.00002, 4, { short: true }), '<0.0001');
   assert.equal(precisionWords('f32+rans'), '32-bit floats and weights rounded to a few levels and packed with an entropy coder (rANS)');
   assert.equal(precisionWords('f16+int8'), '16-bit floats and 8-bit integers with a scale per group');
   assert.equal(precisionWords('bf7'), 'bf7');

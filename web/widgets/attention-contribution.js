@@ -11,7 +11,7 @@ import { AttentionFigure, ATTRIBUTES, define, Latest } from './base.js';
 import { isSuperseded } from '../engine/engine.js';
 import { attentionRow, ROLE } from '../engine/result.js';
 import { CONTROLS_CSS, TokenChips } from './controls.js';
-import { fmt, fmtProbability, h, headShort, scrollBox, setText } from './dom.js';
+import { fmt, fmtProbability, fmtWeight, h, headShort, scrollBox, setText } from './dom.js';
 import { MASK_TEXT, PREDICTION_CSS, vocabularyDownload, withVocabularyProgress } from './attention-prediction.js';
 
 
@@ -134,7 +134,7 @@ const CSS = `
   .contrib th, .contrib td { padding: 0.15em 0.3em; border-bottom: 1px solid var(--attn-line); text-align: left; overflow-wrap: anywhere; }
   .contrib td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
   .contrib tr { cursor: pointer; }
-  .contrib tr.chosen td, .contrib tr.chosen th { background: color-mix(in srgb, var(--attn-bar) 14%, transparent); }
+  .contrib tr.chosen td, .contrib tr.chosen th { background: color-mix(in srgb, var(--attn-bar) 14%, var(--attn-bg)); }
   /* The head's name is the row's button: it chooses the head whose row is read below. */
   .contrib th button { font: inherit; color: inherit; background: none; border: 0; padding: 0; cursor: pointer; text-decoration: underline dotted; white-space: nowrap; }
   .contrib th button[aria-pressed="true"] { font-weight: 700; text-decoration: none; }
@@ -300,7 +300,7 @@ class AttentionContribution extends AttentionFigure {
         },
       h('th', { scope: 'row' }, h('button', { type: 'button', 'aria-pressed': String(isChosen), 'aria-label': `${headShort(x.layer, x.head)}: read its row below`, text: headShort(x.layer, x.head) })),
       h('td.col-target', { text: x.target }),
-      h('td.num', {}, h('span.bar-track', {}, h('span.bar', { style: { width: `${(100 * x.attention).toFixed(1)}%` } })), fmt(x.attention, 3)),
+      h('td.num', {}, h('span.bar-track', {}, h('span.bar', { style: { width: `${(100 * x.attention).toFixed(1)}%` } })), fmtWeight(x.attention, 3, { short: true })),
       h('td.num', {}, h('span.bar-track', {}, h(`span.bar${x.effect < 0 ? '.down' : ''}`, { style: { width: `${((100 * Math.abs(x.effect)) / biggest).toFixed(1)}%` } })), signed(x.effect)),
       h('td.col-top', { text: `${x.top1.text}${x.survives ? '' : ' (changed)'}` }));
       }))),
@@ -323,7 +323,7 @@ class AttentionContribution extends AttentionFigure {
         h('tbody', {}, m.masked.tokens.map((t, j) => h('tr', { dataset: { value: String(values[j]) } },
         h('th', { scope: 'row', text: t.text }),
         h('td', {}, h('span.bar-track', {}, h('span.bar', { style: { width: `${(100 * values[j]).toFixed(1)}%` } }))),
-        h('td.num', { text: fmt(values[j], 3) }))))));
+        h('td.num', { text: fmtWeight(values[j], 3, { short: true }) }))))));
     p.vw.replaceChildren(h('p', { text: `The row of ${MASK_TEXT} (in place of \u201c${m.original.text}\u201d) in ${headShort(c.layer, c.head)}, read two ways (click a row of the table to choose another head):` }),
       h('div.vw', {}, list('Attention weights a_ij', Array.from(raw), 'raw'),
         list('Value-weighted: a_ij \u00b7 \u2016W_O v_j\u2016, renormalised to sum to 1', vw.normalised, 'value-weighted')));

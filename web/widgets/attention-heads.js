@@ -9,13 +9,19 @@ import { AttentionFigure, define } from './base.js';
 import { attentionRow, headLabel, isSpecial } from '../engine/result.js';
 import { headsForToken, labelledHeadName, shortHeadLabel } from './data.js';
 import { FULL_SCALE, rowPanel } from './bars.js';
-import { fmt, h, headShort, scrollBox, setText, svg } from './dom.js';
+import { fmt, fmtWeight, h, headShort, MIN_LABEL_PX, scrollBox, setText, svg, thinLabels, unwatchWidth, watchWidth } from './dom.js';
 import { CellReadout, partAt, wireProbe } from './readout.js';
 
 const WIDTH = 100;
 const HEIGHT = 40;
 // Above this many columns a panel's token labels would be too small to read.
 const MAX_LABELLED = 30;
+// The tokens under the columns are drawn at MIN_LABEL_PX (dom.js) to MAX_AXIS_PX, every one
+// where there is room, else thinned (thinLabels); where that would leave fewer than one in
+// MAX_AXIS_STEP the strip is left out. The readout names any column's token.
+const MAX_AXIS_PX = 14;
+const MAX_AXIS_STEP = 3;
+const ordinal = (k) => ({ 2: 'second', 3: 'third' })[k] ?? `${k}th`;
 
 class AttentionHeads extends AttentionFigure {
   static css = `
@@ -33,11 +39,13 @@ class AttentionHeads extends AttentionFigure {
   .multiple .plot { display: block; margin: 0.2em 0; container-type: inline-size; touch-action: manipulation; }
   .multiple svg { display: block; width: 100%; height: auto; }
   /* The columns' tokens, under their columns, read upwards and ending at the chart; the type is
-     as large as a column is wide, between 6.5px and 10px; the strip keeps one height. */
+     as large as a column is wide, from 12px to 14px (--axis-px, set when the panel's width is
+     known), and thinned where columns are narrower; the strip keeps one height. */
   .multiple .axis {
     display: grid; grid-template-columns: repeat(var(--cols), minmax(0, 1fr)); align-items: start;
-    font-size: clamp(6.5px, calc(100cqi / var(--cols) * 0.8), 10px); height: 4.6em; overflow: hidden; padding-top: 1px;
+    font-size: var(--axis-px, 12px); height: 4.6em; overflow: hidden; padding-top: 1px;
   }
+  .multiple .axis[hidden] { display: none; }
   .multiple .axis span {
     writing-mode: vertical-rl; transform: rotate(180deg); line-height: 1; white-space: nowrap; overflow: hidden;
     text-overflow: ellipsis; max-height: 4.5em; min-width: 0; justify-self: center; color: var(--attn-muted);
@@ -83,9 +91,10 @@ class AttentionHeads extends AttentionFigure {
       b.group.setAttribute('aria-label', `The row of ${word} in all ${heads.length} heads`);
       // A column read for another token is not this token's: the readout goes back to the selection.
       if (b.token >= 0 && b.readout.probe?.source !== 'keyboard') b.readout.clear();
-      const unlabelled = b.columns.length > MAX_LABELLED ? ' (too many to label under the columns: point at or tap one to read its token)' : '';
-      setText(b.legendText, `Columns: the ${b.columns.length} tokens in order${unlabelled}, height = weight from 0 to 1 (grey: \u201c${word}\u201d itself).`);
+      b.word = word;
       b.token = token;
+      this.writeLegend();
+      b.fitAxis();
       b.tableFor = -1;
       b.drawnToken = -1;
     }
@@ -127,6 +136,18 @@ class AttentionHeads extends AttentionFigure {
     });
   }
 
+  // The legend under the panels: what a column is, and, where the panels carry no tokens under
+  // their columns (too many, or too narrow to label at a legible size), how to read them.
+  writeLegend() {
+    const b = this._built;
+    if (!b?.word) return;
+    const step = b.axisStep ?? 1;
+    const unlabelled = b.columns.length > MAX_LABELLED || step > MAX_AXIS_STEP
+      ? ` (${b.columns.length > MAX_LABELLED ? 'too many' : 'too narrow here'} to label under the columns: point at or tap one to read its token)`
+      : step > 1 ? ` (every ${ordinal(step)} one, counted from \u201c${b.word}\u201d, named under the columns, as there is room: point at or tap a column to read its token)` : '';
+    setText(b.legendText, `Columns: the ${b.columns.length} tokens in order${unlabelled}, height = weight from 0 to 1 (grey: \u201c${b.word}\u201d itself).`);
+  }
+
   build(result, showSpecial) {
     const n = result.n;
     const columns = [];
@@ -165,6 +186,32 @@ class AttentionHeads extends AttentionFigure {
       }
     }
     const group = h('div.multiples', { role: 'group', style: { '--heads': String(result.heads) } }, panels.map((p) => p.button), panels.map((p) => p.description));
+    unwatchWidth(this._axisPlot);
+    this._axisPlot = labelled ? first : null;
+    // The labels thinned for the columns' width, counted from the selected token's column; again
+    // when the width or the token changes.
+    let column = 0;
+    const fitAxis = () => {
+      const b = this._built;
+      if (!column || b?.group !== group) return;
+      const anchor = Math.max(0, columns.indexOf(b.token));
+      let step = 1;
+      for (const p of panels) {
+        step = thinLabels(p.labels, column, anchor);
+        p.plot.querySelector('.axis').hidden = step > MAX_AXIS_STEP;
+      }
+      if (b.axisStep !== step) {
+        b.axisStep = step;
+        this.writeLegend();
+      }
+    };
+    if (labelled) {
+      watchWidth(first, (width) => {
+        column = width / columns.length;
+        group.style.setProperty('--axis-px', `${Math.min(MAX_AXIS_PX, Math.max(MIN_LABEL_PX, column * 0.85)).toFixed(1)}px`);
+        fitAxis();
+      });
+    }
     group.addEventListener('click', (event) => {
       const button = event.target.closest?.('button.multiple');
       if (button) this.select({ layer: Number(button.dataset.layer), head: Number(button.dataset.head) });
@@ -205,7 +252,7 @@ class AttentionHeads extends AttentionFigure {
       h('div.legend', { 'aria-hidden': 'true' }, legendText, h('span', {}, h('span.swatch-line'), `uniform 1/${n}`)),
       details);
     if (focused !== undefined) panels[Number(focused)]?.button.focus();
-    this._built = { result, showSpecial, columns, panels, group, legendText, tableSlot, details, readout, token: -1, selected: -1, tableFor: -1, drawnToken: -1 };
+    this._built = { result, showSpecial, columns, panels, group, legendText, tableSlot, details, readout, fitAxis, token: -1, selected: -1, tableFor: -1, drawnToken: -1 };
   }
 
   // The readout's line, and the token it reads in bold under the columns of its panel.
@@ -224,7 +271,7 @@ class AttentionHeads extends AttentionFigure {
       b.echoed.fav.classList.remove('probed');
     }
     if (probed) {
-      setText(probed.fav, `\u201c${b.result.tokens[reading.column].text}\u201d ${fmt(reading.value, 3)}`);
+      setText(probed.fav, `\u201c${b.result.tokens[reading.column].text}\u201d ${fmtWeight(reading.value, 3, { short: true })}`);
       probed.fav.classList.add('probed');
     }
     b.echoed = probed;
@@ -251,7 +298,7 @@ class AttentionHeads extends AttentionFigure {
       h('tbody', {}, heads.map((x) => h('tr', {},
         h('th', { scope: 'row', text: headShort(x.layer, x.head) }),
         h('td', { text: fmt(x.ratio_to_uniform, 2) }),
-        Array.from(attentionRow(result, x.layer, x.head, token), (v) => h('td', { text: fmt(v, 3) })))))));
+        Array.from(attentionRow(result, x.layer, x.head, token), (v) => h('td', { text: fmtWeight(v, 3, { short: true }) })))))));
   }
 
   exportTitle(view) {

@@ -8,7 +8,7 @@ import { AttentionFigure, define } from './base.js';
 import { css, paintWeights, weightColour } from './colour.js';
 import { attentionMatrix, attentionRow, headLabel, isSpecial, rowStat } from '../engine/result.js';
 import { headsForToken, labelledHeadName, shortHeadLabel } from './data.js';
-import { fmt, h, headShort, scrollBox, setText } from './dom.js';
+import { fmt, h, headShort, MIN_LABEL_PX, scrollBox, setText, thinLabels, unwatchWidth, watchWidth } from './dom.js';
 import { barLegend, FULL_SCALE, RowChart, selectedRowPanels, specialShare } from './bars.js';
 import { CHIP_CSS, TokenChips } from './controls.js';
 import { CellReadout, partAt, wireProbe } from './readout.js';
@@ -67,13 +67,14 @@ class AttentionInstrument extends AttentionFigure {
   .scale { height: 8px; border-radius: 2px; margin-top: 0.4em; }
   .picker .map canvas { touch-action: manipulation; }
   /* The selected head enlarged, its tokens along both sides: the columns' labels read upwards,
-     the rows' to the left. The type follows the size of a row (container units), between
-     7px and 11px. */
+     the rows' to the left. The type follows the size of a row, 12px to 13px (--label-size, set
+     when the map's width is known), and where rows are closer than 12px only every second or
+     third is named (thinLabels). */
   .zoom { max-width: 20em; container-type: inline-size; min-width: 0; }
   .zoom-title { font-size: 0.86em; color: var(--attn-muted); margin-bottom: 0.2em; }
   .zoom-grid {
     display: grid; grid-template-columns: 28cqi minmax(0, 1fr); grid-template-rows: auto auto; column-gap: 3px;
-    --label-size: clamp(7px, calc(72cqi / var(--n) * 0.85), 11px);
+    --label-size: 12px;
   }
   .zoom .cols { grid-column: 2; grid-row: 1; display: grid; grid-template-columns: repeat(var(--n), minmax(0, 1fr)); align-items: end; padding-bottom: 2px; }
   .zoom .rows { grid-column: 1; grid-row: 2; display: grid; grid-template-rows: repeat(var(--n), minmax(0, 1fr)); contain: size; width: 28cqi; }
@@ -176,14 +177,23 @@ class AttentionInstrument extends AttentionFigure {
       const cell = event.target.closest?.('button.cell');
       if (cell) this.onCellKey(event, Number(cell.dataset.layer), Number(cell.dataset.head));
     });
-    // The readout: the cell under the pointer (mouse, pen), the one tapped, the head the keyboard
-    // is on, else the selection's largest weight.
+    // The readout: the cell under the pointer (mouse, pen), the one tapped in the enlarged
+    // heatmap, the head the keyboard is on, else the selection's largest weight. A tap on a tile
+    // chooses its head, so the line reads that head's row of the selected token, as the chart
+    // under it does, not whichever small square the finger happened to cover.
     this.readout = new CellReadout({ hint: 'point at or tap a square' });
     this.readout.el.id = 'picker-readout';
     const probeCell = (event, source) => {
       const cell = event.target.closest?.('button.cell');
       if (!cell || !this.view?.result) return;
-      this.probeAt(cell.querySelector('canvas'), event, Number(cell.dataset.layer), Number(cell.dataset.head), source);
+      const layer = Number(cell.dataset.layer);
+      const head = Number(cell.dataset.head);
+      if (source === 'tap' && event.pointerType !== 'mouse') {
+        this.readout.set(this.view.result, { layer, head, source });
+        this.showReadout();
+        return;
+      }
+      this.probeAt(cell.querySelector('canvas'), event, layer, head, source);
     };
     wireProbe(this.pickerSlot, probeCell, () => this.leaveProbe());
     this.pickerSlot.addEventListener('focusin', (event) => {
@@ -275,10 +285,31 @@ class AttentionInstrument extends AttentionFigure {
     const labels = () => (dense ? [] : list.map((j) => h(`span${isSpecial(result.roles, j) ? '.special' : ''}`, { text: result.tokens[j].text, title: result.tokens[j].text })));
     z.cols.replaceChildren(...labels());
     z.rows.replaceChildren(...labels());
+    z.thinned = null;
+    unwatchWidth(z.canvas);
+    if (!dense) {
+      watchWidth(z.canvas, (width) => {
+        const spacing = width / m;
+        z.grid.style.setProperty('--label-size', `${Math.min(13, Math.max(MIN_LABEL_PX, spacing * 0.85)).toFixed(1)}px`);
+        z.spacing = spacing;
+        this.thinZoom();
+      });
+    }
     z.marker.style.height = `calc(100% / ${m})`;
     z.probe.style.width = `calc(100% / ${m})`;
     z.probe.style.height = `calc(100% / ${m})`;
     z.painted = null;
+  }
+
+  // The enlarged heatmap's labels thinned for its rows' size, counted from the selected token.
+  thinZoom(token = this.view?.token ?? 0) {
+    const z = this.zoom;
+    if (!z.spacing || !this._axis) return;
+    const anchor = Math.max(0, this._axis.list.indexOf(token));
+    if (z.thinned === `${z.spacing} ${anchor}`) return;
+    z.thinned = `${z.spacing} ${anchor}`;
+    thinLabels([...z.cols.children], z.spacing, anchor);
+    thinLabels([...z.rows.children], z.spacing, anchor);
   }
 
   // The head's matrix restricted to the axis's tokens (the whole matrix when nothing is hidden).
@@ -416,6 +447,7 @@ class AttentionInstrument extends AttentionFigure {
       z.map.setAttribute('aria-label', `The attention matrix of ${labelledHeadName(result, layer, head)}, enlarged. Arrow keys move between its cells; the line under the small heatmaps reads the cell.`);
     }
     this.placeMarker(z.marker, token);
+    this.thinZoom(token);
   }
 
   // What a selection changes: the pressed chip and head, the markers, the row's bars and facts.

@@ -3,7 +3,7 @@
 // bars. Every table row carries the full-precision weight in data-value. On the scale from 0 to
 // 1 (FULL_SCALE) each bar lies on a faint track of the full length, so that the reader sees
 // where 1 is: the whole of the row's budget, which its bars share.
-import { fmt, h, headName, scrollBox, setText } from './dom.js';
+import { fmt, fmtWeight, h, headName, scrollBox, setText } from './dom.js';
 import { attentionRow, isSpecial, rowStat } from '../engine/result.js';
 
 // The top of the scale on which a row's bars are the share of its budget of 1, drawn with a
@@ -102,7 +102,7 @@ export class RowChart {
       r.weight = w;
       r.bar.style.width = `${(100 * w) / scaleMax}%`;
       // Text that reads the same is not written again (each write is laid out and shaped).
-      const text = fmt(w, this.digits);
+      const text = fmtWeight(w, this.digits, { short: true });
       if (r.value.nodeValue !== text) r.value.nodeValue = text;
       r.tr.dataset.value = String(w);
     }

@@ -60,11 +60,12 @@ export function setText(el, text) {
 // Fixed-decimal numbers with a real minus sign, as the article prints them.
 // A softmax weight for prose: every weight is above zero, so a small one reads "less than
 // 0.001", never "0.000"; one that rounds to 1 reads "more than 0.999", never "1.000".
-export function fmtWeight(value, digits = 3) {
+// short: for a readout or a table cell, "<0.001" and ">0.999".
+export function fmtWeight(value, digits = 3, { short = false } = {}) {
   const step = 10 ** -digits;
-  if (value > 0 && value < step) return `less than ${step.toFixed(digits)}`;
+  if (value > 0 && value < step) return `${short ? '<' : 'less than '}${step.toFixed(digits)}`;
   // A softmax weight is never exactly 1; one that float32 rounded to 1 is still "more than".
-  if (value <= 1 && value > 1 - step / 2) return `more than ${(1 - step).toFixed(digits)}`;
+  if (value <= 1 && value > 1 - step / 2) return `${short ? '>' : 'more than '}${(1 - step).toFixed(digits)}`;
   return fmt(value, digits);
 }
 
@@ -80,6 +81,37 @@ export function fmt(value, digits = 3) {
   if (!Number.isFinite(value)) return String(value);
   const text = Math.abs(value).toFixed(digits);
   return value < 0 && Number(text) !== 0 ? `\u2212${text}` : text;
+}
+
+// Axis labels are drawn at MIN_LABEL_PX or more. Where they are spaced closer than that (a long
+// sentence, a phone), only every step-th is drawn, counted from the label at `anchor` (the
+// selected token's, so that it is always named), as a chart thins its tick labels; the others
+// keep their place unseen (the figures' readouts name any token). Returns the step.
+export const MIN_LABEL_PX = 12;
+export function thinLabels(labels, spacing, anchor = 0) {
+  const step = spacing > 0 ? Math.max(1, Math.ceil(MIN_LABEL_PX / spacing - 1e-9)) : Infinity;
+  labels.forEach((label, c) => {
+    const visibility = Math.abs(c - anchor) % step ? 'hidden' : '';
+    if (label.style.visibility !== visibility) label.style.visibility = visibility;
+  });
+  return step;
+}
+
+// One ResizeObserver for every figure: element -> fit(its new content width).
+const widthWatchers = new WeakMap();
+let widthObserver = null;
+export function watchWidth(el, fit) {
+  if (typeof ResizeObserver !== 'function') return;
+  widthObserver ??= new ResizeObserver((entries) => {
+    for (const entry of entries) widthWatchers.get(entry.target)?.(entry.contentRect.width);
+  });
+  widthWatchers.set(el, fit);
+  widthObserver.observe(el);
+}
+export function unwatchWidth(el) {
+  if (!el) return;
+  widthWatchers.delete(el);
+  widthObserver?.unobserve(el);
 }
 
 // A byte count as the page quotes file sizes: "20.3 MB" (decimal megabytes).

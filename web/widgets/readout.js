@@ -7,7 +7,7 @@
 // that it always says something: "L4 H2 mixed · “it” → “too” 0.400 (point at or tap a
 // square)". Every number is the loaded result's own (attentionRow); every token goes in as text.
 import { attentionRow, headLabel } from '../engine/result.js';
-import { fmt, h, headShort } from './dom.js';
+import { fmtWeight, h, headShort } from './dom.js';
 
 // What a probe reads: {layer, head, row, column, value}, column null meaning the row's largest
 // weight.
@@ -76,7 +76,7 @@ export class CellReadout {
       h('b', { text: headShort(reading.layer, reading.head) }),
       label ? ` ${label}` : '',
       ` \u00b7 \u201c${result.tokens[reading.row].text}\u201d \u2192 \u201c${result.tokens[reading.column].text}\u201d `,
-      h('b.value', { text: fmt(reading.value, 3) }),
+      h('b.value', { text: fmtWeight(reading.value, 3, { short: true }) }),
     ];
     if (source === 'selection' && this.hint) parts.push(h('span.hint', { text: ` (${this.hint})` }));
     this.el.replaceChildren(...parts.map((x) => (typeof x === 'string' ? document.createTextNode(x) : x)));

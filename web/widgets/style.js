@@ -93,7 +93,7 @@ button:hover { border-color: var(--attn-muted); }
   border-radius: 6px; background: var(--attn-panel); color: var(--attn-muted); font-size: 0.86em;
 }
 .status .badge {
-  font-weight: 700; text-transform: uppercase; letter-spacing: 0.04em; font-size: 0.85em;
+  font-weight: 700; text-transform: uppercase; letter-spacing: 0.04em; font-size: max(12px, 0.85em);
   padding: 0.05em 0.45em; border-radius: 4px; border: 1px solid currentColor;
 }
 .status[data-mode="live"] .badge { color: var(--attn-bar); }
@@ -142,6 +142,9 @@ table.values th:first-child, table.values td:first-child { text-align: left; }
 .table-scroll.bounded { overflow-x: auto; }
 .tokens-scroll { max-height: var(--attn-tokens-height, min(12em, 40vh)); padding: 2px; }
 .table-scroll.bounded thead th { position: sticky; top: 0; background: var(--attn-bg); z-index: 1; }
+/* A table wider than its box keeps its row names in view while it scrolls sideways. */
+.table-scroll tbody th[scope="row"], .table-scroll thead tr:first-child th:first-child { position: sticky; left: 0; background: var(--attn-bg); z-index: 1; }
+.table-scroll.bounded thead tr:first-child th:first-child { z-index: 2; }
 .table-scroll.bounded tfoot th, .table-scroll.bounded tfoot td { position: sticky; bottom: 0; background: var(--attn-bg); }
 
 /* The labelled bar chart of one attention row; it is a table, so it reads as one. */
