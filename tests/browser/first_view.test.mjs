@@ -68,11 +68,30 @@ describe('the article\u2019s first view', { timeout: 180000 }, () => {
     await page.goto(baseUrl);
     await page.locator('#instrument table.bars').waitFor({ timeout: LOAD_TIMEOUT_MS });
     const example = await shownRow(page);
+    // While the example is shown the sentence box is disabled, visibly and for assistive
+    // technology, and a line beside it says why; typing goes nowhere it could be lost.
+    const box = page.locator('#instrument input#sentence');
+    assert.ok(await box.isDisabled(), 'the sentence box takes typing while the figures show the example');
+    assert.match(await page.locator('#instrument p.example-note').textContent(), /example computed ahead of time\. The sentence box works once/);
     await page.locator('#open').waitFor({ state: 'visible', timeout: LOAD_TIMEOUT_MS });
+    assert.ok(await box.isDisabled(), 'the sentence box takes typing before the instrument is open');
+    await page.waitForFunction(() => /once you open the instrument/.test(document.getElementById('instrument').shadowRoot.querySelector('p.example-note')?.textContent));
     assertContent(await judge(page, example), example, 'example');
 
     await page.click('#open');
     await page.locator('#instrument .status[data-mode="live"]').waitFor();
+    assert.ok(await box.isEnabled(), 'the sentence box is still disabled once the instrument is open');
+    assert.match(await page.locator('#instrument p.example-note').textContent(), /^Type any sentence/);
+
+    // Figure 4's three panels share one scale, 0 to 1: every bar's length over its track is its
+    // weight, in every panel, so a broad row's bars are visibly shorter than a sharp row's.
+    const bars = await page.locator('attention-compare').evaluate((el) => [...el.shadowRoot.querySelectorAll('section.panel table.bars tbody tr:not([hidden])')]
+      .map((tr) => ({ value: Number(tr.dataset.value), bar: tr.querySelector('.bar').getBoundingClientRect().width, track: tr.querySelector('td.track').getBoundingClientRect().width })));
+    assert.ok(bars.length >= 3 * 3, 'Figure 4 has no bars');
+    let worst = 0;
+    for (const b of bars) worst = Math.max(worst, Math.abs(b.bar / b.track - b.value));
+    console.log(`# Figure 4: ${bars.length} bars over three panels, largest |length / track - weight| ${worst.toFixed(4)}`);
+    assert.ok(worst <= 0.01, `a bar of Figure 4 is ${worst} of its track away from its weight`);
     const live = await shownRow(page);
     assert.deepEqual(live, example, 'the live view opened elsewhere than the example');
     const verdict = await judge(page, live);

@@ -166,8 +166,12 @@ describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, (
     reading = await readoutOf(page, '#instrument');
     assert.equal(reading.source, 'tap');
     assertReading(reading, await engineCell(page, { sentence: shown.sentence, ...target, row: shown.token, column: null }), { ...target, row: shown.token }, 'a tapped tile');
-    // It stays after the tap (no hover to lose on a touch screen).
+    // It stays after the tap (no hover to lose on a touch screen), and the chart that changed
+    // is on screen under the tiles.
     await page.waitForTimeout(300);
+    const chartTop = await page.locator('#instrument table.bars').evaluate((t) => t.getBoundingClientRect().top);
+    assert.ok(chartTop >= 0 && chartTop < 844, `after a tile tap the row's chart is off screen (its top at ${chartTop} px)`);
+    await page.screenshot({ path: join(artifacts, 'phone-390-figure1-after-tile-tap.png') });
     assert.equal((await readoutOf(page, '#instrument')).value, reading.value);
 
     // The enlarged heatmap: the tokens along both sides, and a tap reads its cell.
@@ -276,6 +280,7 @@ describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, (
       const top = table.getBoundingClientRect().top;
       return table.caption?.textContent.includes(`\u201c${text}\u201d`) && top >= 0 && top < innerHeight * 0.5;
     }, word, { timeout: 10000 });
+    await page.screenshot({ path: join(artifacts, 'phone-390-figure1-after-word-tap.png') });
     assert.deepEqual(errors, []);
     await context.close();
   });
@@ -338,6 +343,7 @@ describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, (
     assert.ok(own.probed, 'the tapped panel does not show the reading');
     assert.equal(own.text, `\u201c${tokens[column]}\u201d ${reading.text.match(/([<>]?\d\.\d{3})$/)?.[1]}`);
     assert.ok(own.top >= 0 && own.bottom <= own.height + 0.5, `the tapped panel's reading is off screen (${own.top} to ${own.bottom} of ${own.height})`);
+    await page.screenshot({ path: join(artifacts, 'phone-390-figure5-after-tap.png') });
     const readoutStyle = await page.locator('attention-heads p.readout').evaluate((el) => getComputedStyle(el).position);
     assert.notEqual(readoutStyle, 'sticky', 'the readout floats over the panels');
     await figure.screenshot({ path: join(artifacts, 'readout-heads-phone.png') });

@@ -103,6 +103,12 @@ class AttentionInstrument extends AttentionFigure {
     this._asked = null;  // a sentence committed whose analysis has not arrived yet
   }
 
+  // The line beside the sentence box says whether the model is here (view.ready) while the
+  // example is shown.
+  bodyChanged(view, previous) {
+    return super.bodyChanged(view, previous) || view.ready !== previous?.ready;
+  }
+
   render(view) {
     this._asked = null;
     if (!this.hasResult(view)) {
