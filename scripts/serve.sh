@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Serves web/ on localhost with a real static server (application/wasm for .wasm, CORS on so
-# that other origins can embed the widgets). Usage: scripts/serve.sh [PORT]
+# Serves web/ on localhost with a real static server (npm http-server, through
+# scripts/site/serve.mjs): application/wasm for .wasm, CORS on so that other origins can embed
+# the widgets, the Cache-Control policy of scripts/site/http_policy.mjs (no-store nowhere, so
+# the pages can enter the back/forward cache) and a file's .br or .gz copy where one exists.
+# Usage: scripts/serve.sh [PORT]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 PORT="${1:-${PORT:-8000}}"
-echo "serve: the article is at http://localhost:${PORT}/ (Ctrl-C stops the server)"
-exec "$ROOT/node_modules/.bin/http-server" "$ROOT/web" -a 127.0.0.1 -p "$PORT" -c-1 --cors -s
+exec node "$ROOT/scripts/site/serve.mjs" "$PORT" "$ROOT/web"

@@ -15,6 +15,7 @@ import { figureView, Latest } from './widgets/view.js';
 import { describeModel, headsForToken, labelShare, mechanism, resolveSelection, resultFromExample, rowRelation, rowSummary, SELECTION_RULE, sharpestAndBroadest } from './widgets/data.js';
 import { fmt, fmtWeight, headName, megabytes } from './widgets/dom.js';
 import { loadSetStatistics } from './engine/sets.js';
+import { keepForOffline } from './offline.js';
 import { specialShare } from './widgets/bars.js';
 import './widgets/attention-instrument.js';
 import './widgets/attention-mechanism.js';
@@ -369,6 +370,7 @@ async function startEngine() {
   page.model = describeModel(engine.info);
   performance.mark('attention:engine-ready');
   render();
+  loadManifest(DEFAULT_MANIFEST_URL).then(keepForOffline, () => {});
   if (permalink && !store.get().live) openPermalink();
 }
 

@@ -10,6 +10,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { buildEmbed } from './build_embed.mjs';
+import { writeCompressed } from './compress.mjs';
 import { copyWithBanner, ENGINE_BANNER } from './licence_banners.mjs';
 import { makeExamples } from './make_examples.mjs';
 import { makeSets } from './make_sets.mjs';
@@ -139,3 +140,47 @@ if (existsSync(cli)) {
 } else {
   console.warn(`build_site: ${cli} is missing, so the article has no precomputed example (run scripts/build.sh native).`);
 }
+
+// What the site's service worker (web/sw.js) stores for reading offline: the pages and every
+// file they load (scripts, styles, the precomputed examples, the posts' set statistics), each
+// with its SHA-256, and the version, a SHA-256 over that list and the manifest's model and
+// engine checksums, so that any change to the site is a new version. Left out: the models, the
+// shards and the wasm (the engine keeps those in the Cache API itself), the embedding bundle
+// and the iframe form (for other sites), the words of the set statistics (a download only on
+// request) and source maps.
+const web = join(root, 'web');
+const OFFLINE_SKIP = /^(models|dist)\/|^embed(-demo)?[.-]|^sw\.js$|\.words\.json$|\.map$|\.wasm$|(^|\/)\./;
+const OFFLINE_KINDS = /\.(html|css|js|json|txt|tsv)$/;
+function siteFiles(dir = web) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    const rel = path.slice(web.length + 1);
+    if (OFFLINE_SKIP.test(rel)) return [];
+    if (entry.isDirectory()) return siteFiles(path);
+    return entry.isFile() && OFFLINE_KINDS.test(rel) ? [{ path: rel, bytes: statSync(path).size, sha256: sha256(readFileSync(path)) }] : [];
+  }).sort((a, b) => (a.path < b.path ? -1 : 1));
+}
+const files = siteFiles();
+const version = sha256(JSON.stringify({ files, engine: manifest.engine.sha256, models: Object.fromEntries(names.map((n) => [n, models[n].sha256])) })).slice(0, 16);
+manifest.site = { version, files };
+writeFileSync(join(modelsDir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+console.log(`build_site: ${files.length} files (${(files.reduce((a, f) => a + f.bytes, 0) / 1e6).toFixed(2)} MB) for reading offline, version ${version}`);
+
+// Brotli and gzip copies of what this build wrote (scripts/serve.sh sends them to a browser
+// that accepts them): the engine, the bundles, the manifest, the examples and the set
+// statistics. Not of the hand-edited sources: a copy left from an earlier build would be served
+// in place of an edited file.
+const compressed = [
+  join(web, 'engine', 'attention_engine.js'), join(web, 'engine', 'attention_engine.wasm'),
+  ...readdirSync(join(web, 'dist')).filter((f) => /\.js$/.test(f)).map((f) => join(web, 'dist', f)),
+  join(modelsDir, 'manifest.json'),
+  ...['examples', 'sets'].flatMap((d) => (existsSync(join(web, d)) ? readdirSync(join(web, d)).filter((f) => /^[0-9a-f]{64}\.json$/.test(f)).map((f) => join(web, d, f)) : [])),
+];
+let raw = 0;
+let brotli = 0;
+for (const path of compressed) {
+  const sizes = writeCompressed(path);
+  raw += sizes.bytes;
+  brotli += sizes.br;
+}
+console.log(`build_site: brotli and gzip copies of ${compressed.length} built files (${(raw / 1e6).toFixed(2)} MB, ${(brotli / 1e6).toFixed(2)} MB as brotli)`);

@@ -17,6 +17,9 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync,
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { COMPRESSIBLE, writeCompressed } from './compress.mjs';
+import { HOST_HEADERS } from './http_policy.mjs';
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
 
@@ -101,6 +104,8 @@ export function publish({ out, precision = false, quiet = false } = {}) {
   for (const path of TERMS_FILES) files.push({ path, bytes: statSync(join(root, path)).size, when: 'terms', from: join(root, path) });
   const published = { ...manifest, models };
   if (!precision) delete published.precision;
+  // The site's own offline list (web/sw.js) names pages that are not published.
+  delete published.site;
 
   // Only what publish wrote before goes, and only inside `out` (a marker's line cannot name a
   // path outside it).
@@ -120,16 +125,29 @@ export function publish({ out, precision = false, quiet = false } = {}) {
   const manifestText = JSON.stringify(published, null, 2) + '\n';
   writeFileSync(join(out, 'models', 'manifest.json'), manifestText);
   files.push({ path: 'models/manifest.json', bytes: Buffer.byteLength(manifestText), when: 'first' });
+  // Brotli and gzip copies of every text file and the wasm, for a server that sends them
+  // (http-server --brotli --gzip does, as scripts/serve.sh); the bytes a reader's browser
+  // receives are the brotli copy's.
+  for (const f of files.slice()) {
+    if (!COMPRESSIBLE.test(f.path) || f.when === 'debug' || f.when === 'terms') continue;
+    const sizes = writeCompressed(join(out, f.path));
+    f.wire = sizes.br;
+    for (const suffix of ['br', 'gz']) {
+      if (sizes[suffix] < sizes.bytes) files.push({ path: `${f.path}.${suffix}`, bytes: sizes[suffix], when: 'compressed' });
+    }
+  }
   writeFileSync(join(out, MARKER), `# Written by scripts/site/publish.mjs; the next publish into this folder replaces exactly these files.\n${files.map((f) => f.path).join('\n')}\n${MARKER}\n`);
 
   if (!quiet) {
     const sum = (when) => files.filter((f) => f.when === when).reduce((a, f) => a + f.bytes, 0);
-    const shown = files.filter((f) => !/\.rows\/\d+\.bin$/.test(f.path));
+    const shown = files.filter((f) => !/\.rows\/\d+\.bin$/.test(f.path) && f.when !== 'compressed');
     console.log(`publish: ${files.length} files, ${mb(files.reduce((a, f) => a + f.bytes, 0))}, in ${relative(process.cwd(), out) || '.'}/`);
     for (const f of shown) console.log(`  ${f.path.padEnd(40)} ${mb(f.bytes).padStart(9)}  ${f.when}`);
-    const shards = files.filter((f) => f.when !== 'first' && /\.bin$/.test(f.path));
-    if (chosen.shards) console.log(`  models/${chosen.shards.folder}*.bin ${String(files.length - shown.length).padStart(4)} shards ${mb(files.filter((f) => /\.bin$/.test(f.path)).reduce((a, f) => a + f.bytes, 0))} (${files.length - shown.length - shards.length} with the first view)`);
-    console.log(`A reader's first view: ${mb(sum('first'))} (bundle, engine, manifest, model core and the opening sentence's shards);`);
+    const rows = files.filter((f) => /\.rows\/\d+\.bin$/.test(f.path));
+    if (chosen.shards) console.log(`  models/${chosen.shards.folder}*.bin ${String(rows.length).padStart(4)} shards ${mb(rows.reduce((a, f) => a + f.bytes, 0))} (${rows.filter((f) => f.when === 'first').length} with the first view)`);
+    console.log(`  and ${files.filter((f) => f.when === 'compressed').length} .br and .gz copies of the text files and the wasm`);
+    const wire = files.filter((f) => f.when === 'first').reduce((a, f) => a + (f.wire ?? f.bytes), 0);
+    console.log(`A reader's first view: ${mb(sum('first'))} (bundle, engine, manifest, model core and the opening sentence's shards), ${mb(wire)} on the wire where the server sends the brotli copies;`);
     console.log(`  each new sentence then fetches the shards of its words (about 15 kB each, ${mb(sum('shards'))} in all).`);
     if (chosen.shards?.all) console.log(`  A figure that predicts words (the masked-LM head scores every entry) fetches the all-rows file instead, once (${mb(sum('all-rows'))}).`);
     console.log('Later visits: the wasm, the model core and the shards come from the browser\'s Cache API (keyed by their sha256);');
@@ -137,6 +155,8 @@ export function publish({ out, precision = false, quiet = false } = {}) {
     console.log(`The iframe form adds embed.html, embed-frame.js and css/embed.css (${mb(sum('frame'))}).`);
     console.log(`Also written: the bundle's source map (${mb(sum('debug'))}, fetched only by developer tools), LICENSE and NOTICE (keep them with the files: NOTICE gives the model's GPL-2.0-or-later terms), ${MARKER}.`);
     if (precision) console.log(`<attention-precision> downloads ${mb(sum('precision'))} more when the reader presses its button.`);
+    console.log('What the host should send:');
+    for (const line of HOST_HEADERS) console.log(`  ${line}`);
   }
   return { files, manifest: published };
 }

@@ -8,9 +8,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { createSiteServer } from '../../scripts/site/serve.mjs';
+
 const require = createRequire(import.meta.url);
 const { chromium } = require('playwright-core');
-const httpServer = require('http-server');
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 // Headless flags (docs/ARCHITECTURE.md, the machine facts): without the networking ones
@@ -20,15 +21,25 @@ export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--
 // The fidelity bar (docs/ARCHITECTURE.md): every row the page shows sums to 1 within 1e-6.
 export const ROW_SUM_TOLERANCE = 1e-6;
 
-export function launchChromium(extraArgs = []) {
-  return chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_ARGS, ...extraArgs] });
+// Contexts block service workers unless a test asks for them ({ serviceWorkers: 'allow' }: the
+// offline test does). The site's worker (web/sw.js) stores every page and script once the engine
+// is live: in each of the suite's hundred-odd contexts that would be a second download of the
+// site that nothing else checks, and it would serve later loads of a context from its store.
+// bfcache: keep Chromium's back/forward cache on (Playwright turns it off by default).
+export async function launchChromium(extraArgs = [], { bfcache = false } = {}) {
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM, args: [...CHROMIUM_ARGS, ...extraArgs], ...(bfcache ? { ignoreDefaultArgs: ['--disable-back-forward-cache'] } : {}),
+  });
+  const newContext = browser.newContext.bind(browser);
+  browser.newContext = (options = {}) => newContext({ serviceWorkers: 'block', ...options });
+  return browser;
 }
 
-// Serves folder on 127.0.0.1 at a free port, as scripts/serve.sh does (no caching; CORS on
-// unless cors is false; extra response headers, such as a Content-Security-Policy, in headers).
-// The server's port is server.server.address().port.
+// Serves folder on 127.0.0.1 at a free port, as scripts/serve.sh does (its Cache-Control policy;
+// CORS on unless cors is false; extra response headers, such as a Content-Security-Policy, in
+// headers). The server's port is server.server.address().port.
 export async function serve(folder, { cors = true, headers = {} } = {}) {
-  const server = httpServer.createServer({ root: folder, cache: -1, cors, headers: { ...headers }, showDir: false, logFn: () => {} });
+  const server = createSiteServer(folder, { cors, headers });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   return server;
 }
@@ -73,8 +84,8 @@ export async function startSite(web, { testEngine = false } = {}) {
     browser,
     baseUrl,
     // A page of the site in a fresh context (its own Cache API), recording page errors.
-    open: async (path, { width = 1280, height = 900 } = {}) => {
-      const context = await browser.newContext({ viewport: { width, height } });
+    open: async (path, { width = 1280, height = 900, serviceWorkers } = {}) => {
+      const context = await browser.newContext({ viewport: { width, height }, ...(serviceWorkers ? { serviceWorkers } : {}) });
       const page = await context.newPage();
       const errors = [];
       page.on('pageerror', (error) => errors.push(error.message));

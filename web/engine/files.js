@@ -174,12 +174,15 @@ export async function fetchVerified(url, { what, kind, cacheKey = null, checksum
       let response;
       ({ response, fromCache, cache } = await openResponse(url, cacheKey, { reload }));
       type = response.headers.get('content-type');
+      // A compressed answer's length is the compressed one (a lower bound of the file's): the
+      // progress counts the file's own bytes, so it goes by the manifest's size then.
+      const encoded = Boolean(response.headers.get('content-encoding'));
       const declared = Number(response.headers.get('content-length'));
       if (declared > limit) {
         response.body?.cancel().catch(() => {});
         throw new EngineError(kind, `The ${what} ${url} is ${declared} bytes, more than this engine loads (${limit}); use a smaller or compact ${what}.`);
       }
-      bytes = await readBody(url, response, { total: declared || checksum?.bytes || 0, fromCache, onProgress, limit: most });
+      bytes = await readBody(url, response, { total: (encoded ? 0 : declared) || checksum?.bytes || 0, fromCache, onProgress, limit: most });
     }
     const problem = bytes ? await problemWith(bytes, type, checksum) : tooLarge;
     const used = problem ? null : await use(bytes);

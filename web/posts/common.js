@@ -4,6 +4,8 @@
 // statistics the site build computed, and the core's head counts summed over the loaded model's
 // results. Text always reaches the page as text nodes (h() from dom.js).
 import { loadSetStatistics } from '../engine/sets.js';
+import { DEFAULT_MANIFEST_URL, loadManifest } from '../engine/engine.js';
+import { keepForOffline } from '../offline.js';
 import { EngineSession, progressText, readHash, textRefusal, writeHash } from '../controller.js';
 import { headLabel } from '../engine/result.js';
 import { describeModel, FIXED_LABELS, modelPhrase, POSITIONAL_LABELS } from '../widgets/data.js';
@@ -25,6 +27,7 @@ export function loadEngine(status) {
       const model = describeModel(engine.info);
       say(`Computed in your browser by ${modelPhrase(model)}.`, 'live');
       resolve({ engine, model });
+      loadManifest(DEFAULT_MANIFEST_URL).then(keepForOffline, () => {});
     };
     const session = new EngineSession({
       onChange: (s) => {

@@ -1,0 +1,22 @@
+// Serves web/ (or another folder) on 127.0.0.1 as scripts/serve.sh documents: CORS on (other
+// origins embed the widgets), application/wasm for .wasm, the Cache-Control policy of
+// http_policy.mjs (pages eligible for the back/forward cache), and the .br or .gz copy of a file
+// where one exists and the browser accepts it. Usage: node scripts/site/serve.mjs [PORT] [FOLDER]
+import httpServer from 'http-server';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { cacheControl } from './http_policy.mjs';
+
+export function createSiteServer(folder, { cors = true, headers = {}, logFn = () => {} } = {}) {
+  return httpServer.createServer({
+    root: folder, cache: cacheControl, cors, headers: { ...headers }, showDir: false, brotli: true, gzip: true, logFn,
+  });
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const port = Number(process.argv[2] ?? process.env.PORT ?? 8000);
+  const folder = resolve(process.argv[3] ?? join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web'));
+  const server = createSiteServer(folder);
+  server.listen(port, '127.0.0.1', () => console.log(`serve: the article is at http://localhost:${port}/ (Ctrl-C stops the server)`));
+}
