@@ -8,7 +8,8 @@
 # crash-*.
 # Targets run $JOBS at a time (one per core), each into its own log, printed when it ends.
 # Usage: tests/fuzz/run.sh [SECONDS]     (scripts/test.sh runs it for 60 s per target)
-#        tests/fuzz/run.sh --build-only  (scripts/test.sh builds early, in the background)
+#        tests/fuzz/run.sh --build-only  (only the fuzz targets; scripts/test.sh builds the whole
+#                                         preset, the GoogleTests too, in the background)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/env.sh"
 cd "$ROOT"
