@@ -204,6 +204,27 @@ def rans_seeds():
     return seeds
 
 
+# ---- shards: tests/fuzz/shards_fuzz.cc (its fixture has 10 shards)
+
+
+def shards_seeds():
+    def assembled(indexes, damage, extra=None):
+        p = Provider().int(2, 0, 2).int(len(indexes), 0, 20)
+        for k in indexes:
+            p.int(k, 0, 9)
+        p.int(damage, 0, 3)
+        if damage == 3:
+            p.int(extra, 0, 2**64 - 1)
+        return p.data()
+
+    return {
+        "all_in_order": assembled(list(range(10)), 0),
+        "three_reversed_length_changed": assembled([9, 4, 0], 3, 7),
+        "raw_one_shard": Provider().int(0, 0, 2).raw(b"ATTNROWS\x01\x00\x00\x00\x40" + bytes(55)).data(),
+        "raw_all_rows": Provider().int(1, 0, 2).raw(b"ATTNROWS" + bytes(56) + b"ATTN").data(),
+    }
+
+
 # ---- tokenizer and json: raw text
 
 
@@ -222,6 +243,7 @@ def main():
     corpora = {
         "model_file": model_seeds(),
         "rans": rans_seeds(),
+        "shards": shards_seeds(),
         "tokenizer": TEXTS,
         "json": TEXTS,
     }

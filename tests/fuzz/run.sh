@@ -14,14 +14,16 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/env.sh"
 cd "$ROOT"
 seconds="${1:-30}"
-targets=(model_file tokenizer rans json)
+targets=(model_file tokenizer rans json shards)
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "$JOBS" --target "${targets[@]/%/_fuzz}"
 [[ "$seconds" == "--build-only" ]] && exit 0
 # max_len: a structure-aware model input needs a few hundred bytes to choose a config and
 # weights, and a rans input a byte or two per value it sets (up to three lanes); text beyond
-# 2 KB adds nothing the tokenizer has not seen, nor beyond 1 KB anything the JSON writer has.
-declare -A max_len=([model_file]=4096 [tokenizer]=2048 [rans]=4096 [json]=1024)
+# 2 KB adds nothing the tokenizer has not seen, nor beyond 1 KB anything the JSON writer has;
+# a shards input needs a few bytes per shard it assembles, or a shard's own 64-byte header and
+# payload when it is raw.
+declare -A max_len=([model_file]=4096 [tokenizer]=2048 [rans]=4096 [json]=1024 [shards]=4096)
 mkdir -p build/fuzz/logs
 fuzz_one() {
   local target="$1" corpus="build/fuzz/corpus/$1"
