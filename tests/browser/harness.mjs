@@ -112,7 +112,8 @@ function siteWithTestEngine(web) {
     mkdirSync(join(dir, folder));
     for (const name of readdirSync(join(web, folder))) {
       if (folder === 'engine' && name.startsWith('attention_engine.')) continue;
-      if (folder === 'models' && name === 'manifest.json') continue;
+      // The manifest is rewritten below; its compressed copies would be served in its place.
+      if (folder === 'models' && (name === 'manifest.json' || name.startsWith('manifest.json.'))) continue;
       symlinkSync(join(web, folder, name), join(dir, folder, name));
     }
   }
