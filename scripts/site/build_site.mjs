@@ -168,8 +168,8 @@ console.log(`build_site: ${files.length} files (${(files.reduce((a, f) => a + f.
 
 // Brotli and gzip copies of what this build wrote (scripts/serve.sh sends them to a browser
 // that accepts them): the engine, the bundles, the manifest, the examples and the set
-// statistics. Not of the hand-edited sources: a copy left from an earlier build would be served
-// in place of an edited file.
+// statistics. Not of the hand-edited sources, which change between builds (the server would
+// skip their copies once stale, serve.mjs, but then send them uncompressed anyway).
 const compressed = [
   join(web, 'engine', 'attention_engine.js'), join(web, 'engine', 'attention_engine.wasm'),
   ...readdirSync(join(web, 'dist')).filter((f) => /\.js$/.test(f)).map((f) => join(web, 'dist', f)),

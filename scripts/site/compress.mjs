@@ -2,7 +2,7 @@
 // --brotli and --gzip serve FILE.br and FILE.gz when the browser accepts them): brotli at its
 // highest quality and gzip at level 9, written beside the file. Only the kinds that compress:
 // text and the wasm; the model files and shards are rANS-coded already.
-import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 
 export const COMPRESSIBLE = /\.(html|css|js|mjs|json|txt|tsv|svg|wasm)$/;
@@ -27,5 +27,3 @@ export function writeCompressed(path) {
   }
   return out;
 }
-
-export const sizeOf = (path) => statSync(path).size;

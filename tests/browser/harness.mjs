@@ -100,29 +100,41 @@ export async function startSite(web, { testEngine = false } = {}) {
   };
 }
 
-function siteWithTestEngine(web) {
-  const built = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'build', 'wasm-test');
-  const files = ['attention_engine.js', 'attention_engine.wasm'].map((name) => join(built, name));
-  const missing = files.filter((file) => !existsSync(file));
-  if (missing.length) throw new Error(`${missing.join(', ')} missing: run scripts/build.sh wasm-test first.`);
-  const dir = mkdtempSync(join(tmpdir(), 'attention-test-engine-'));
-  // Every entry of web/ linked, except the two folders that change.
-  for (const name of readdirSync(web)) if (name !== 'engine' && name !== 'models') symlinkSync(join(web, name), join(dir, name));
-  for (const folder of ['engine', 'models']) {
-    mkdirSync(join(dir, folder));
-    for (const name of readdirSync(join(web, folder))) {
-      if (folder === 'engine' && name.startsWith('attention_engine.')) continue;
-      // The manifest is rewritten below; its compressed copies would be served in its place.
-      if (folder === 'models' && (name === 'manifest.json' || name.startsWith('manifest.json.'))) continue;
-      symlinkSync(join(web, folder, name), join(dir, folder, name));
+// A copy of web/ in a temporary folder whose entries are links to web/'s, except the files in
+// `files` ({"models/manifest.json": contents, ...}), written there as given (one folder deep),
+// so that a test can change them without touching web/. Returns the folder.
+export function linkedSite(web, files) {
+  const dir = mkdtempSync(join(tmpdir(), 'attention-site-'));
+  const replaced = new Map(Object.keys(files).map((path) => [path.split('/')[0], new Set()]));
+  for (const path of Object.keys(files)) if (path.includes('/')) replaced.get(path.split('/')[0]).add(path.split('/')[1]);
+  for (const name of readdirSync(web)) {
+    if (!replaced.has(name)) {
+      symlinkSync(join(web, name), join(dir, name));
+      continue;
+    }
+    if (!replaced.get(name).size) continue;  // a file at the top, written below
+    mkdirSync(join(dir, name));
+    for (const entry of readdirSync(join(web, name))) {
+      if (!replaced.get(name).has(entry)) symlinkSync(join(web, name, entry), join(dir, name, entry));
     }
   }
-  for (const file of files) copyFileSync(file, join(dir, 'engine', file.slice(built.length + 1)));
-  const wasm = readFileSync(files[1]);
+  for (const [path, contents] of Object.entries(files)) writeFileSync(join(dir, path), contents);
+  return dir;
+}
+
+// web/ with the engine of the test build and a manifest whose checksum matches it.
+function siteWithTestEngine(web) {
+  const built = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'build', 'wasm-test');
+  const names = ['attention_engine.js', 'attention_engine.wasm'];
+  const missing = names.map((name) => join(built, name)).filter((file) => !existsSync(file));
+  if (missing.length) throw new Error(`${missing.join(', ')} missing: run scripts/build.sh wasm-test first.`);
+  const wasm = readFileSync(join(built, names[1]));
   const manifest = JSON.parse(readFileSync(join(web, 'models', 'manifest.json'), 'utf8'));
   manifest.engine = { ...manifest.engine, bytes: wasm.length, sha256: createHash('sha256').update(wasm).digest('hex') };
-  writeFileSync(join(dir, 'models', 'manifest.json'), JSON.stringify(manifest, null, 2));
-  return dir;
+  return linkedSite(web, {
+    ...Object.fromEntries(names.map((name) => [`engine/${name}`, readFileSync(join(built, name))])),
+    'models/manifest.json': JSON.stringify(manifest, null, 2),
+  });
 }
 
 // The article's instrument, as a reader reaches it: wait for "Open the instrument", press it,

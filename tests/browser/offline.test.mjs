@@ -6,33 +6,25 @@
 // workers (the harness blocks them elsewhere). Needs the assembled site:
 //   node scripts/site/build_site.mjs
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import http from 'node:http';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 
-import { launchChromium, openInstrument, serve, typeSentence, waitForSentence, waitReady } from './harness.mjs';
+import { launchChromium, linkedSite, openInstrument, serve, typeSentence, waitForSentence, waitReady } from './harness.mjs';
 
 const web = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web');
 const LOAD_TIMEOUT_MS = 90000;
 
-// A copy of the site whose manifest the test may rewrite: every entry linked, the manifest copied
-// (without its compressed copies, which would be served in place of the rewritten file).
+// A copy of the site whose manifest the test may rewrite (harness linkedSite).
 let dir;
 let server;
 let browser;
 let baseUrl;
 before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'attention-offline-'));
-  for (const name of readdirSync(web)) if (name !== 'models') symlinkSync(join(web, name), join(dir, name));
-  mkdirSync(join(dir, 'models'));
-  for (const name of readdirSync(join(web, 'models'))) {
-    if (name === 'manifest.json') writeFileSync(join(dir, 'models', name), readFileSync(join(web, 'models', name)));
-    else if (!name.startsWith('manifest.json.')) symlinkSync(join(web, 'models', name), join(dir, 'models', name));
-  }
+  dir = linkedSite(web, { 'models/manifest.json': readFileSync(join(web, 'models', 'manifest.json')) });
   server = await serve(dir);
   browser = await launchChromium();
   baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
@@ -92,6 +84,11 @@ describe('offline after the first visit', { timeout: 600000 }, () => {
       assert.ok(plain.body.equals(file));
       console.log(`# ${path}: ${file.length} bytes, ${br.body.length} as brotli, ${gz.body.length} as gzip`);
     }
+    // A copy older than its file (here the manifest, rewritten for this copy of the site) is
+    // never sent in its place.
+    const rewritten = await get(`${baseUrl}models/manifest.json`, 'br, gzip');
+    assert.equal(rewritten.headers['content-encoding'], undefined, 'a stale compressed copy of the manifest was sent');
+    assert.ok(rewritten.body.equals(readFileSync(join(dir, 'models', 'manifest.json'))));
     // A hand-edited source has no copy that an edit could leave stale.
     const source = await get(`${baseUrl}widgets/dom.js`, 'br, gzip');
     assert.equal(source.headers['content-encoding'], undefined);

@@ -102,6 +102,9 @@ function checkSchema(module) {
 // One loaded model in this thread. analyze() returns a frozen plain object of copied typed
 // arrays in the result schema (read it through ./result.js); hidden_states, queries and keys are
 // requested from the core and copied only for analyze(text, {vectors: true}).
+// The core refused word-embedding rows (a shard or the all-rows file) it was handed.
+const rowsRefused = (url, message) => new EngineError('model', `The word-embedding rows ${url} could not be used: ${message}. Retry; if it happens again, the site serves a damaged or mismatched file.`);
+
 export class AttentionEngine {
   constructor(module, native, info, timings, memoBytes = MEMO_BYTES, shards = null) {
     this._module = module;
@@ -218,7 +221,7 @@ export class AttentionEngine {
     const use = (bytes) => {
       const message = this._nativeCall('loadShards', bytes);
       return message
-        ? { refusal: new EngineError('model', `The word-embedding rows ${url} could not be used: ${message}. Retry; if it happens again, the site serves a damaged or mismatched file.`) }
+        ? { refusal: rowsRefused(url, message) }
         : { value: true };
     };
     let fromCache = false;
@@ -249,7 +252,7 @@ export class AttentionEngine {
     }
     const message = this._nativeCall('loadShard', shard.bytes);
     if (message) {
-      throw new EngineError('model', `The word-embedding rows ${shard.url} could not be used: ${message}. Retry; if it happens again, the site serves a damaged or mismatched file.`);
+      throw rowsRefused(shard.url, message);
     }
     this._loadedShards.add(k);
     if (shard.cache && !shard.cached) {
