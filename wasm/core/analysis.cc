@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 
 #include "core/kernels.h"
+#include "core/row_math.h"
 #include "core/unicode.h"
 
 namespace attn {
@@ -18,15 +19,13 @@ namespace attn {
 RowStats ComputeRowStats(const float* row, int32_t n) {
   RowStats stats;
   if (n <= 0) return stats;
-  const Eigen::Map<const Eigen::ArrayXf> p(row, n);  // (n)
-  Eigen::Index argmax = 0;
-  stats.max = p.maxCoeff(&argmax);
-  stats.argmax = static_cast<int32_t>(argmax);
-  // The sum in double, so that it shows the row's own deviation from 1, not this sum's.
-  stats.sum = static_cast<float>(p.cast<double>().sum());
+  // One pass over the row (core/row_math.h: SIMD128 with a polynomial log in wasm).
+  const RowSummary summary = SummarizeRow(row, n);
+  stats.max = summary.max;
+  stats.argmax = summary.argmax;
+  stats.sum = static_cast<float>(summary.sum);
   stats.ratio_to_uniform = stats.max * static_cast<float>(n);
-  // 0 log 0 = 0: clamping p to the smallest normal float keeps log finite and the product 0.
-  stats.entropy = -(p * p.max(std::numeric_limits<float>::min()).log()).sum();
+  stats.entropy = summary.entropy;
   stats.normalized_entropy =
       n > 1 ? static_cast<float>(stats.entropy / std::log(static_cast<double>(n))) : 0.0f;
   return stats;

@@ -10,6 +10,7 @@
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "core/kernels.h"
+#include "core/row_math.h"
 
 namespace attn {
 namespace {
@@ -71,14 +72,8 @@ void AddLayerNorm(Eigen::Ref<RowMajorMatrix> x, const Eigen::Ref<const RowMajorM
 }
 
 void SoftmaxRows(Eigen::Ref<RowMajorMatrix> scores) {
-  for (Index i = 0; i < scores.rows(); ++i) {
-    auto row = scores.row(i);
-    const float max = row.maxCoeff();
-    row = (row.array() - max).exp();
-    // Summed in double so that the row sums to 1 within float rounding of its entries.
-    const double sum = row.cast<double>().sum();
-    row *= static_cast<float>(1.0 / sum);
-  }
+  // core/row_math.h: SIMD128 with a polynomial exp in wasm, Eigen natively.
+  for (Index i = 0; i < scores.rows(); ++i) SoftmaxRow(scores.row(i).data(), static_cast<int32_t>(scores.cols()));
 }
 
 void Gelu(float* values, size_t count) {
