@@ -161,7 +161,16 @@ async function draw() {
     const hash = formatHash({ ...state, ...pick(view, ['token']) });
     if (hash !== location.hash) history[mode === 'push' ? 'pushState' : 'replaceState'](null, '', hash);
   }
-  for (const figure of figures) figure.view = view;
+  // Each figure takes the view in a task of its own, in page order, so that no task holds the
+  // main thread for all of them (on a phone the whole set was one task of several hundred ms);
+  // a newer render takes over from a figure's turn on.
+  for (const [i, figure] of figures.entries()) {
+    if (i > 0) {
+      await yieldToPage();
+      if (!latest.current(token)) return;
+    }
+    figure.view = view;
+  }
   fillFacts(view);
   settleOffscreen();
   if (state.live && view.mode === 'live' && !livePainted) {
@@ -189,6 +198,10 @@ function settleOffscreen() {
   };
   idle(step);
 }
+
+// Gives the page a turn (input, paint) before going on: scheduler.yield where the browser has
+// it (its continuation runs before other tasks), else a zero-delay timeout.
+const yieldToPage = () => (globalThis.scheduler?.yield ? globalThis.scheduler.yield() : new Promise((resolve) => setTimeout(resolve, 0)));
 
 const pick = (object, keys) => Object.fromEntries(keys.filter((k) => object[k] !== undefined).map((k) => [k, object[k]]));
 

@@ -7,13 +7,16 @@
 // the time from the model's last byte to the engine being ready and to live figures.
 // A benchmark, not a test: the host's other load moves the figures. Needs the assembled site
 // (node scripts/site/build_site.mjs).
-// Usage: node scripts/bench/bench_interaction.mjs [--json FILE] [--runs N] [--web DIR]
+// Usage: node scripts/bench/bench_interaction.mjs [--json FILE] [--runs N] [--web DIR] [--phone]
+//   --phone: the phone of phone.mjs (390 px touch screen, CPU 4x slower; the loading run at its
+//   20 Mbit/s, 40 ms network, cache off)
 //   --web: serve another copy of web/ (a checkout of an older version, to compare)
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { launchChromium, serve } from '../../tests/browser/harness.mjs';
+import { benchPage, networkConditions, PHONE } from './phone.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
@@ -21,6 +24,7 @@ const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name
 const jsonOut = option('--json', null);
 const runs = Number(option('--runs', '1'));
 const webDir = option('--web', join(root, 'web'));
+const phone = args.includes('--phone');
 
 // 120 words, 136 tokens with the default model's vocabulary ([CLS] and [SEP] included).
 export const LONG_SENTENCE = 'When the old lighthouse keeper finally climbed the narrow spiral stairs on that cold and windy evening, he noticed that the great lamp, which had guided countless fishing boats safely past the jagged rocks for more than a hundred years, was flickering strangely, as if some invisible hand were slowly turning it down; worried that the ships still out at sea would lose their way in the thickening fog, he quickly fetched his tools, replaced the worn brass fittings one by one, cleaned the heavy glass lenses until they shone again, and then sat beside the window for the rest of the night, watching the beam sweep across the dark water while the storm gathered strength over the distant hills.';
@@ -59,8 +63,8 @@ async function settle(page) {
 const now = (page) => page.evaluate(() => performance.now());
 
 async function measureLoading(browser, baseUrl) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const page = await context.newPage();
+  const network = phone ? networkConditions(PHONE.mbit, PHONE.latencyMs) : null;
+  const { context, page } = await benchPage(browser, { phone, network, disableCache: phone });
   const requests = [];
   const finished = new Map();
   page.on('request', (r) => requests.push(r));
@@ -120,8 +124,7 @@ const heights = (page) => page.evaluate(() => ({
 }));
 
 async function measureInteraction(browser, baseUrl) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const page = await context.newPage();
+  const { context, page } = await benchPage(browser, { phone });
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await page.addInitScript(LONGTASK_INIT);
@@ -204,6 +207,7 @@ try {
 }
 
 const ms = (v) => (v === null || v === undefined ? 'n/a' : `${Math.round(v)} ms`);
+console.log(phone ? `a phone: ${PHONE.viewport.width} px touch screen, CPU ${PHONE.cpuSlowdown}x slower; loading at ${PHONE.mbit} Mbit/s, ${PHONE.latencyMs} ms, cache off` : 'a desktop: 1280 px, no throttling');
 for (const [k, { loading: l, interaction: i }] of results.entries()) {
   console.log(`run ${k + 1}: ${i.tokens} tokens${i.sentenceShown ? '' : ' (THE FINAL SENTENCE WAS NOT SHOWN)'}`);
   console.log('phase  | long tasks | longest | total');

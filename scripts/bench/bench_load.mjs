@@ -8,19 +8,23 @@
 // the shards). Chromium applies the page's emulated network to its worker's requests too.
 // A benchmark, not a test: the host's other load moves the times (the bytes do not move).
 // Needs the assembled site (node scripts/site/build_site.mjs).
-// Usage: node scripts/bench/bench_load.mjs [--mbit 20] [--latency-ms 20] [--runs 3] [--json FILE]
+// Usage: node scripts/bench/bench_load.mjs [--mbit 20] [--latency-ms 20] [--runs 3] [--json FILE] [--phone]
+//   --phone: the phone of phone.mjs (390 px touch screen, CPU 4x slower, 20 Mbit/s, 40 ms unless
+//   --mbit/--latency-ms say otherwise), and the longest main-thread task until live
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { launchChromium, serve } from '../../tests/browser/harness.mjs';
+import { benchPage, networkConditions, PHONE } from './phone.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
 const args = process.argv.slice(2);
 const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
-const mbit = Number(option('--mbit', '20'));
-const latencyMs = Number(option('--latency-ms', '20'));
+const phone = args.includes('--phone');
+const mbit = Number(option('--mbit', String(phone ? PHONE.mbit : 20)));
+const latencyMs = Number(option('--latency-ms', String(phone ? PHONE.latencyMs : 20)));
 const runs = Number(option('--runs', '3'));
 const jsonOut = option('--json', null);
 const TIMEOUT_MS = 300000;
@@ -32,7 +36,19 @@ const LAYOUTS = {
   single: `?model-src=${encodeURIComponent(`models/${entry.file}`)}`,
 };
 
-const conditions = { offline: false, latency: latencyMs, downloadThroughput: (mbit * 1e6) / 8, uploadThroughput: (mbit * 1e6) / 8 };
+const conditions = networkConditions(mbit, latencyMs);
+
+// Long tasks (over 50 ms) on the main thread, from navigation on.
+const LONGTASKS = () => {
+  window.__longtasks = [];
+  try {
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) window.__longtasks.push({ start: e.startTime, duration: e.duration });
+    }).observe({ type: 'longtask', buffered: true });
+  } catch {
+    // No longtask support: the figure comes out 0.
+  }
+};
 
 // Bytes transferred: the page's resources (Resource Timing transferSize) plus what the engine's
 // worker downloaded (its timings: the wasm and the model file; its shard counter), since a
@@ -51,18 +67,15 @@ async function transferred(page) {
       // The model's last byte by the page's clock (the worker reports an epoch time).
       lastByteMs: Math.max(lastPageByte, t.modelDoneAt - performance.timeOrigin),
       liveMs: performance.getEntriesByName('attention:engine-ready')[0]?.startTime ?? null,
+      longestTaskMs: window.__longtasks.reduce((a, e) => Math.max(a, e.duration), 0),
     };
   });
 }
 
 async function measure(browser, baseUrl, layout) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const page = await context.newPage();
   // Chromium applies a page's emulated network to its dedicated workers' requests too.
-  const session = await context.newCDPSession(page);
-  await session.send('Network.enable');
-  await session.send('Network.setCacheDisabled', { cacheDisabled: true });
-  await session.send('Network.emulateNetworkConditions', conditions);
+  const { context, page } = await benchPage(browser, { phone, network: conditions, disableCache: true });
+  await page.addInitScript(LONGTASKS);
   await page.goto(baseUrl + LAYOUTS[layout]);
   await page.locator('#open').waitFor({ state: 'visible', timeout: TIMEOUT_MS });
   const bytes = await transferred(page);
@@ -87,12 +100,13 @@ const median = (values) => {
   const v = values.slice().sort((a, b) => a - b);
   return v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
 };
-console.log(`Cold first visit at ${mbit} Mbit/s, ${latencyMs} ms latency (Chromium network emulation), ${runs} interleaved run(s) each; medians:`);
-console.log('| layout | MB transferred until live | of which model | shards (requests) | wasm | page | time to live (s) | last byte to live (ms) |');
-console.log('|---|---|---|---|---|---|---|---|');
+const device = phone ? `a phone (${PHONE.viewport.width} px, CPU ${PHONE.cpuSlowdown}x slower)` : 'a desktop (1280 px)';
+console.log(`Cold first visit on ${device} at ${mbit} Mbit/s, ${latencyMs} ms latency (Chromium network emulation), ${runs} interleaved run(s) each; medians:`);
+console.log('| layout | MB transferred until live | of which model | shards (requests) | wasm | page | time to live (s) | last byte to live (ms) | longest main-thread task until live (ms) |');
+console.log('|---|---|---|---|---|---|---|---|---|');
 for (const layout of Object.keys(LAYOUTS)) {
   const mine = results.filter((r) => r.layout === layout);
   const m = (key) => median(mine.map((r) => r[key]));
-  console.log(`| ${layout} | ${(m('totalBytes') / 1e6).toFixed(2)} | ${(m('model') / 1e6).toFixed(2)} | ${(m('shards') / 1e6).toFixed(2)} (${m('shardRequests')}) | ${(m('wasm') / 1e6).toFixed(2)} | ${(m('page') / 1e6).toFixed(2)} | ${(m('liveMs') / 1000).toFixed(2)} | ${Math.round(m('lastByteToLiveMs'))} |`);
+  console.log(`| ${layout} | ${(m('totalBytes') / 1e6).toFixed(2)} | ${(m('model') / 1e6).toFixed(2)} | ${(m('shards') / 1e6).toFixed(2)} (${m('shardRequests')}) | ${(m('wasm') / 1e6).toFixed(2)} | ${(m('page') / 1e6).toFixed(2)} | ${(m('liveMs') / 1000).toFixed(2)} | ${Math.round(m('lastByteToLiveMs'))} | ${Math.round(m('longestTaskMs'))} |`);
 }
 if (jsonOut) writeFileSync(jsonOut, JSON.stringify(results, null, 2));

@@ -10,7 +10,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { buildEmbed } from './build_embed.mjs';
-import { writeCompressed } from './compress.mjs';
+import { COMPRESSIBLE, writeCompressed } from './compress.mjs';
 import { copyWithBanner, ENGINE_BANNER } from './licence_banners.mjs';
 import { makeExamples } from './make_examples.mjs';
 import { makeSets } from './make_sets.mjs';
@@ -166,16 +166,20 @@ manifest.site = { version, files };
 writeFileSync(join(modelsDir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
 console.log(`build_site: ${files.length} files (${(files.reduce((a, f) => a + f.bytes, 0) / 1e6).toFixed(2)} MB) for reading offline, version ${version}`);
 
-// Brotli and gzip copies of what this build wrote (scripts/serve.sh sends them to a browser
-// that accepts them): the engine, the bundles, the manifest, the examples and the set
-// statistics. Not of the hand-edited sources, which change between builds (the server would
-// skip their copies once stale, serve.mjs, but then send them uncompressed anyway).
-const compressed = [
-  join(web, 'engine', 'attention_engine.js'), join(web, 'engine', 'attention_engine.wasm'),
-  ...readdirSync(join(web, 'dist')).filter((f) => /\.js$/.test(f)).map((f) => join(web, 'dist', f)),
-  join(modelsDir, 'manifest.json'),
-  ...['examples', 'sets'].flatMap((d) => (existsSync(join(web, d)) ? readdirSync(join(web, d)).filter((f) => /^[0-9a-f]{64}\.json$/.test(f)).map((f) => join(web, d, f)) : [])),
-];
+// Brotli and gzip copies (scripts/serve.sh sends them to a browser that accepts them) of every
+// text file and the wasm under web/ (compress.mjs's COMPRESSIBLE kinds): the pages, styles and
+// modules, the engine, the bundles, the manifest, the examples and the set statistics. A source
+// edited after this build has a stale copy, which the server never sends (serve.mjs): it sends
+// the file itself, uncompressed, until the next build.
+function compressible(dir = web) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.name.startsWith('.')) return [];
+    if (entry.isDirectory()) return compressible(path);
+    return entry.isFile() && COMPRESSIBLE.test(entry.name) ? [path] : [];
+  });
+}
+const compressed = compressible();
 let raw = 0;
 let brotli = 0;
 for (const path of compressed) {
@@ -183,4 +187,4 @@ for (const path of compressed) {
   raw += sizes.bytes;
   brotli += sizes.br;
 }
-console.log(`build_site: brotli and gzip copies of ${compressed.length} built files (${(raw / 1e6).toFixed(2)} MB, ${(brotli / 1e6).toFixed(2)} MB as brotli)`);
+console.log(`build_site: brotli and gzip copies of ${compressed.length} files (${(raw / 1e6).toFixed(2)} MB, ${(brotli / 1e6).toFixed(2)} MB as brotli)`);
