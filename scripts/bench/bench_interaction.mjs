@@ -8,7 +8,7 @@
 // A benchmark, not a test: the host's other load moves the figures. Needs the assembled site
 // (node scripts/site/build_site.mjs).
 // Usage: node scripts/bench/bench_interaction.mjs [--json FILE] [--runs N] [--web DIR] [--phone]
-//   --phone: the phone of phone.mjs (390 px touch screen, CPU 4x slower; the loading run at its
+//   --phone: the phone of bench_page.mjs (390 px touch screen, CPU 4x slower; the loading run at its
 //   20 Mbit/s, 40 ms network, cache off)
 //   --web: serve another copy of web/ (a checkout of an older version, to compare)
 import { writeFileSync } from 'node:fs';
@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { launchChromium, serve } from '../../tests/browser/harness.mjs';
-import { benchPage, networkConditions, PHONE } from './phone.mjs';
+import { benchPage, networkConditions, OBSERVE_LONG_TASKS, PHONE } from './bench_page.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
@@ -33,23 +33,15 @@ const PAUSE_MS = 600;          // longer than the instrument's 300 ms typing del
 const KEY_DELAY_MS = 8;
 const SETTLE_MS = 250;
 
-const LONGTASK_INIT = () => {
-  window.__longtasks = [];
-  // When the instrument first shows live figures, to a frame (the same way for any version of
-  // the page: it only reads the status line the figures have always had).
+// When the instrument first shows live figures, to a frame (the same way for any version of the
+// page: it only reads the status line the figures have always had).
+const LIVE_WATCH = () => {
   const watch = () => {
     const mode = document.getElementById('instrument')?.shadowRoot?.querySelector('.status')?.dataset.mode;
     if (mode === 'live') window.__liveAt = performance.now();
     else requestAnimationFrame(watch);
   };
   requestAnimationFrame(watch);
-  try {
-    new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) window.__longtasks.push({ start: e.startTime, duration: e.duration });
-    }).observe({ type: 'longtask', buffered: true });
-  } catch {
-    // No longtask support: the figures come out empty.
-  }
 };
 
 const instrumentTable = (page, test, arg = null) => page.waitForFunction(test, arg, { polling: 'raf', timeout: 120000 });
@@ -69,7 +61,8 @@ async function measureLoading(browser, baseUrl) {
   const finished = new Map();
   page.on('request', (r) => requests.push(r));
   page.on('requestfinished', (r) => finished.set(r, true));
-  await page.addInitScript(LONGTASK_INIT);
+  await page.addInitScript(OBSERVE_LONG_TASKS);
+  await page.addInitScript(LIVE_WATCH);
   // A permalink opens the live figures as soon as the model is ready, without a click.
   await page.goto(`${baseUrl}#s=${encodeURIComponent('The animal did not cross the street because it was too tired.')}&t=7`);
   await page.locator('#open').waitFor({ state: 'visible', timeout: 120000 });
@@ -127,7 +120,8 @@ async function measureInteraction(browser, baseUrl) {
   const { context, page } = await benchPage(browser, { phone });
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
-  await page.addInitScript(LONGTASK_INIT);
+  await page.addInitScript(OBSERVE_LONG_TASKS);
+  await page.addInitScript(LIVE_WATCH);
   await page.goto(baseUrl);
   await page.locator('#open').waitFor({ state: 'visible', timeout: 120000 });
   await page.click('#open');

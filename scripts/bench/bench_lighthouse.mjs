@@ -16,6 +16,7 @@ import * as chromeLauncher from 'chrome-launcher';
 import lighthouse from 'lighthouse';
 
 import { CHROMIUM, CHROMIUM_ARGS, serve } from '../../tests/browser/harness.mjs';
+import { median } from './bench_page.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
@@ -33,10 +34,6 @@ const METRICS = {
   'speed-index': 'SI',
 };
 
-const median = (values) => {
-  const v = values.slice().sort((a, b) => a - b);
-  return v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
-};
 
 const server = await serve(webDir);
 const base = `http://127.0.0.1:${server.server.address().port}/`;

@@ -9,14 +9,14 @@
 // A benchmark, not a test: the host's other load moves the times (the bytes do not move).
 // Needs the assembled site (node scripts/site/build_site.mjs).
 // Usage: node scripts/bench/bench_load.mjs [--mbit 20] [--latency-ms 20] [--runs 3] [--json FILE] [--phone]
-//   --phone: the phone of phone.mjs (390 px touch screen, CPU 4x slower, 20 Mbit/s, 40 ms unless
+//   --phone: the phone of bench_page.mjs (390 px touch screen, CPU 4x slower, 20 Mbit/s, 40 ms unless
 //   --mbit/--latency-ms say otherwise), and the longest main-thread task until live
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { launchChromium, serve } from '../../tests/browser/harness.mjs';
-import { benchPage, networkConditions, PHONE } from './phone.mjs';
+import { benchPage, median, networkConditions, OBSERVE_LONG_TASKS, PHONE } from './bench_page.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
@@ -37,18 +37,6 @@ const LAYOUTS = {
 };
 
 const conditions = networkConditions(mbit, latencyMs);
-
-// Long tasks (over 50 ms) on the main thread, from navigation on.
-const LONGTASKS = () => {
-  window.__longtasks = [];
-  try {
-    new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) window.__longtasks.push({ start: e.startTime, duration: e.duration });
-    }).observe({ type: 'longtask', buffered: true });
-  } catch {
-    // No longtask support: the figure comes out 0.
-  }
-};
 
 // Bytes transferred: the page's resources (Resource Timing transferSize) plus what the engine's
 // worker downloaded (its timings: the wasm and the model file; its shard counter), since a
@@ -75,7 +63,7 @@ async function transferred(page) {
 async function measure(browser, baseUrl, layout) {
   // Chromium applies a page's emulated network to its dedicated workers' requests too.
   const { context, page } = await benchPage(browser, { phone, network: conditions, disableCache: true });
-  await page.addInitScript(LONGTASKS);
+  await page.addInitScript(OBSERVE_LONG_TASKS);
   await page.goto(baseUrl + LAYOUTS[layout]);
   await page.locator('#open').waitFor({ state: 'visible', timeout: TIMEOUT_MS });
   const bytes = await transferred(page);
@@ -96,10 +84,6 @@ try {
   await browser.close();
   server.close();
 }
-const median = (values) => {
-  const v = values.slice().sort((a, b) => a - b);
-  return v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
-};
 const device = phone ? `a phone (${PHONE.viewport.width} px, CPU ${PHONE.cpuSlowdown}x slower)` : 'a desktop (1280 px)';
 console.log(`Cold first visit on ${device} at ${mbit} Mbit/s, ${latencyMs} ms latency (Chromium network emulation), ${runs} interleaved run(s) each; medians:`);
 console.log('| layout | MB transferred until live | of which model | shards (requests) | wasm | page | time to live (s) | last byte to live (ms) | longest main-thread task until live (ms) |');
