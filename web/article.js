@@ -6,8 +6,10 @@
 // lives in the URL hash: a deliberate choice adds a history entry (so the back button walks the
 // reader's choices), typing only replaces the current one, and a link that names a sentence
 // opens the live instrument on exactly that state as soon as the model is ready.
+// First of all imports, so that it runs before the figures' modules are evaluated.
+import './start-engine.js';
 import { DEFAULT_MANIFEST_URL, loadManifest, manifestModel } from './engine/engine.js';
-import { EngineSession, progressText } from './controller.js';
+import { EngineSession, modelChoice, progressText } from './controller.js';
 import { createStore, DEFAULT_STATE, DEFAULT_WORD_TEXT, formatHash, parseHash, PERMALINK_DEFAULTS } from './state.js';
 import { attentionRow, headLabel, rolloutRow, rowStat } from './engine/result.js';
 import { EVENTS } from './widgets/base.js';
@@ -54,26 +56,27 @@ const page = {
 const session = new EngineSession({
   options: modelChoice(),
   expectedBytes: () => (page.manifest ? page.manifest.engine.bytes + (manifestModel(page.manifest, page.manifest.default)?.bytes ?? 0) : 0),
-  onChange: () => render(),
+  onChange: () => sessionChanged(),
 });
 
-// Query parameters choose another model: ?model=KEY (from the manifest) or ?model-src=URL
-// (same origin only, so a link cannot make the page fetch from elsewhere).
-function modelChoice() {
-  const params = new URLSearchParams(location.search);
-  const choice = {};
-  const key = params.get('model');
-  if (key && /^[\w.-]{1,100}$/.test(key)) choice.model = key;
-  const src = params.get('model-src');
-  if (src) {
-    try {
-      const url = new URL(src, location.href);
-      if (url.origin === location.origin) choice.modelUrl = url.href;
-    } catch {
-      // An unparsable address is ignored; the default model loads.
-    }
+// What the session's last change meant for the page. A report of the download's progress (one
+// per animation frame while it runs) changes only the loader line and the figures' status lines:
+// it does not rebuild the view, which would restart the figures' turns (see draw) and leave the
+// example's first drawing unfinished on a slow phone. Until the example has been drawn once, the
+// loader line alone follows the session: the first render draws whatever state it then finds.
+let firstRenderDone = false;
+let drawnSessionState = null;
+const sessionState = () => `${Boolean(session.engine)} ${session.error?.message ?? ''} ${session.restarting ?? ''}`;
+function sessionChanged() {
+  if (firstRenderDone && sessionState() !== drawnSessionState) {
+    render();
+    return;
   }
-  return choice;
+  renderLoader();
+  if (!firstRenderDone) return;
+  for (const figure of figures) {
+    if (figure.view && figure.view.progress !== session.progress) figure.view = { ...figure.view, progress: session.progress };
+  }
 }
 
 async function loadExample(choice) {
@@ -143,6 +146,7 @@ async function draw() {
   historyMode = 'replace';
   const state = store.get();
   renderLoader();
+  drawnSessionState = sessionState();
   const view = await viewFor(state);
   if (!view || !latest.current(token)) return;
   // The engine trapped and its worker was ended: the session loads a new one (from the cache)
@@ -382,7 +386,9 @@ async function startEngine() {
   if (!engine) return;
   page.model = describeModel(engine.info);
   performance.mark('attention:engine-ready');
-  render();
+  // Before the example's first drawing (a second visit reads the engine from the cache), that
+  // drawing picks the engine up.
+  if (firstRenderDone) render();
   loadManifest(DEFAULT_MANIFEST_URL).then(keepForOffline, () => {});
   if (permalink && !store.get().live) openPermalink();
 }
@@ -451,10 +457,15 @@ function restoreFromHash() {
 addEventListener('popstate', restoreFromHash);
 addEventListener('hashchange', restoreFromHash);
 
+// The engine's download starts at once: it runs in a worker and over the network while the
+// page draws the precomputed example, and neither waits for the other.
+startEngine();
 await loadExample(modelChoice());
 await render();
+firstRenderDone = true;
 performance.mark('attention:first-render');
-startEngine();
+// The engine failed (or got ready) while that render was under way: draw what it is now.
+if (sessionState() !== drawnSessionState) render();
 // A few kilobytes the prose quotes; the figures never wait for them.
 loadSetStatistics().then(({ set }) => {
   page.pronouns = set.pronouns;

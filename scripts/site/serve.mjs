@@ -17,7 +17,9 @@ function skipStaleCopies(folder) {
     const accepts = req.headers['accept-encoding'];
     if (accepts) {
       try {
-        const file = join(folder, decodeURIComponent(new URL(req.url, 'http://x').pathname));
+        let file = join(folder, decodeURIComponent(new URL(req.url, 'http://x').pathname));
+        // A folder's address is answered with its index.html (and that page's copies).
+        if (statSync(file).isDirectory()) file = join(file, 'index.html');
         const changed = statSync(file).mtimeMs;
         const stale = ['br', 'gz'].some((suffix) => {
           try {

@@ -6,7 +6,7 @@
 // workers (the harness blocks them elsewhere). Needs the assembled site:
 //   node scripts/site/build_site.mjs
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -84,11 +84,27 @@ describe('offline after the first visit', { timeout: 600000 }, () => {
       assert.ok(plain.body.equals(file));
       console.log(`# ${path}: ${file.length} bytes, ${br.body.length} as brotli, ${gz.body.length} as gzip`);
     }
+    // The site's address itself is answered with index.html, compressed like the page.
+    const home = await get(baseUrl, 'br, gzip');
+    assert.equal(home.headers['content-encoding'], 'br', 'the site\u2019s address is not sent as brotli');
+    assert.ok(brotliDecompressSync(home.body).equals(readFileSync(join(web, 'index.html'))), 'the site\u2019s address is not index.html');
     // A copy older than its file (here the manifest, rewritten for this copy of the site, as a
     // source edited after the build would be) is never sent in its place.
     const rewritten = await get(`${baseUrl}models/manifest.json`, 'br, gzip');
     assert.equal(rewritten.headers['content-encoding'], undefined, 'a stale compressed copy of the manifest was sent');
     assert.ok(rewritten.body.equals(readFileSync(join(dir, 'models', 'manifest.json'))));
+    // Nor at a folder's address, which is answered with its index.html.
+    const folder = linkedSite(web, { 'posts/index.html': '<!doctype html><title>new</title>', 'posts/index.html.br': 'stale', 'posts/index.html.gz': 'stale' });
+    for (const copy of ['br', 'gz']) utimesSync(join(folder, `posts/index.html.${copy}`), 0, 0);  // older than the page
+    const folderServer = await serve(folder);
+    try {
+      const page = await get(`http://127.0.0.1:${folderServer.server.address().port}/posts/`, 'br, gzip');
+      assert.equal(page.headers['content-encoding'], undefined, 'a stale compressed copy of a folder\u2019s index.html was sent at the folder\u2019s address');
+      assert.equal(page.body.toString(), '<!doctype html><title>new</title>');
+    } finally {
+      folderServer.close();
+      rmSync(folder, { recursive: true, force: true });
+    }
     // The cache policy: files named by their checksum kept for a year, the rest revalidated.
     const { sets } = manifest();
     assert.match((await get(`${baseUrl}sets/${sets.sha256}.json`, 'identity')).headers['cache-control'], /immutable/);

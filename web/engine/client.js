@@ -383,11 +383,13 @@ async function loadClient({ manifestUrl = DEFAULT_MANIFEST_URL, model, modelUrl,
 // to every subscriber. getEngine() without options means the engine the page asked for first.
 const shared = new Map();  // key of the options -> promise of an EngineClient
 const progressListeners = new Set();
-let lastProgress = null;
+// The last report of each phase (the engine's files, the model's), replayed to a listener that
+// comes late: the page may start its engine before its figures listen (web/start-engine.js).
+const lastProgress = new Map();
 
 export function onEngineProgress(listener) {
   progressListeners.add(listener);
-  if (lastProgress) listener(lastProgress);
+  for (const p of lastProgress.values()) listener(p);
   return () => progressListeners.delete(listener);
 }
 
@@ -399,7 +401,7 @@ export function getEngine(options = {}) {
   const asked = Object.values(options).some((v) => v !== undefined);
   if (!asked && shared.size) return shared.values().next().value;
   return remembered(shared, engineKey(options), () => loadClient(options, (p) => {
-    lastProgress = p;
+    lastProgress.set(p.phase ?? 'all', p);
     for (const listener of progressListeners) listener(p);
   }));
 }
@@ -433,7 +435,7 @@ export function resetSharedEngine() {
   shared.clear();
   side.clear();
   forgetManifests();
-  lastProgress = null;
+  lastProgress.clear();
   const slot = globalThis[HOST_KEY];
   if (slot) {
     delete globalThis[HOST_KEY];

@@ -4,6 +4,8 @@
 // then, for the heads that win, how often they point at the neighbour for every word of the set;
 // then the alternative the article uses (SELECTION_RULE: the sharpest content head) and what it
 // changes. All of it computed live from the model in this page.
+// First of all imports, so that it runs before the figures' modules are evaluated.
+import '../start-engine.js';
 import '../widgets/attention-compare.js';
 import { SENTENCE_SET } from './sentences.js';
 import {

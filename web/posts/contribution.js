@@ -4,6 +4,8 @@
 // contribution: exact probabilities, a bootstrap over sentences, and for the agreement of the
 // most-attending and the most-consequential head a permutation null that keeps both
 // distributions) and shown here as it is, with the conclusion its numbers support.
+// First of all imports, so that it runs before the figures' modules are evaluated.
+import '../start-engine.js';
 import { vocabularyDownload } from '../widgets/attention-prediction.js';
 import '../widgets/attention-contribution.js';
 import {

@@ -4,6 +4,8 @@
 // computed live by the engine in this page (the core's counts and label for that sentence).
 // Every share is a count over a named denominator; the partition of rows by where their largest
 // weight falls sums to 100%.
+// First of all imports, so that it runs before the figures' modules are evaluated.
+import '../start-engine.js';
 import '../widgets/attention-heads.js';
 import {
   countWord, fillFacts, fmt, h, headLabel, headTag, labelChip, loadEngine, loadSetStatistics, partitionPercents, percent,

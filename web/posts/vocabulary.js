@@ -4,6 +4,8 @@
 // it took in the reader's browser; and a tokenizer playground that shows, for any text, each
 // piece, its id and offsets, and what happened to the text on the way (lower-casing, accent
 // stripping, CJK and punctuation splitting, [UNK], characters dropped).
+// First of all imports, so that it runs before the figures' modules are evaluated.
+import '../start-engine.js';
 import { CAUSES, failureCause, FIRST_PREFIX, typeBack } from './survival.js';
 import { tokenizerOf } from './tokenizer.js';
 import { fillFacts, h, loadEngine, readHash, scrollBox, writeHash } from './common.js';

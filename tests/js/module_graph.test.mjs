@@ -1,0 +1,67 @@
+// Every page lists its whole static module graph as modulepreload links (written by
+// scripts/site/module_graph.mjs), so the browser fetches every module at once instead of one
+// level of imports per round trip; a page whose list is not its graph fails here. The import
+// scanner is checked on the statement forms the web code uses, and the graph against a small
+// tree of modules written for the test.
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, test } from 'node:test';
+
+import { BEGIN, END, moduleGraph, pageEntries, pages, preloadBlock, staticImports, WEB, withPreloads } from '../../scripts/site/module_graph.mjs';
+
+test('the scanner finds static imports and re-exports, not dynamic imports or bare names', () => {
+  const source = [
+    "import { a, b } from './a.js';",
+    "import './side-effect.js';",
+    'import * as c from "../c.js";',
+    "export { d } from './d.js';",
+    "import {\n  e,\n  f,\n} from './multi.js';",
+    "const g = await import('./dynamic.js');",
+    "import fs from 'node:fs';",
+    "// import { x } from './comment-in-the-middle-of-a-line.js' is not at a line's start",
+  ].join('\n');
+  assert.deepEqual(staticImports(source), ['./a.js', './side-effect.js', '../c.js', './d.js', './multi.js']);
+});
+
+const scratch = mkdtempSync(join(tmpdir(), 'attention-graph-'));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+test('the graph of an entry is every module it reaches, each once, dependencies first', () => {
+  mkdirSync(join(scratch, 'lib'));
+  writeFileSync(join(scratch, 'main.js'), "import './lib/a.js';\nimport { b } from './lib/b.js';\n");
+  writeFileSync(join(scratch, 'lib', 'a.js'), "import { b } from './b.js';\nexport const a = b;\n");
+  writeFileSync(join(scratch, 'lib', 'b.js'), "import '../main.js';\nexport const b = 1;\n");
+  assert.deepEqual(moduleGraph('main.js', scratch), ['lib/b.js', 'lib/a.js']);
+  const html = '<head>\n<script type="module" src="main.js"></script>\n</head>';
+  const written = withPreloads(html, scratch);
+  assert.equal(written, `<head>\n${BEGIN}\n<link rel="modulepreload" href="lib/b.js">\n<link rel="modulepreload" href="lib/a.js">\n${END}\n<script type="module" src="main.js"></script>\n</head>`);
+  assert.equal(withPreloads(written, scratch), written, 'writing twice changes nothing');
+});
+
+test('every page preloads exactly its module graph', () => {
+  const checked = pages();
+  assert.ok(checked.includes('index.html') && checked.includes('heads.html'), `pages found: ${checked.join(', ')}`);
+  for (const page of checked) {
+    const html = readFileSync(join(WEB, page), 'utf8');
+    if (!html.includes(BEGIN)) {
+      assert.equal(preloadBlock(html), `${BEGIN}\n${END}`, `${page} has modules to preload and no list: run node scripts/site/module_graph.mjs`);
+      continue;
+    }
+    assert.equal(html.slice(html.indexOf(BEGIN), html.indexOf(END) + END.length), preloadBlock(html),
+      `${page}: its modulepreload list is not its module graph; run node scripts/site/module_graph.mjs`);
+  }
+});
+
+test('the article and every post start the engine first: their first import is start-engine.js, which needs only the engine and the controller', () => {
+  for (const page of ['index.html', 'heads.html', 'confident.html', 'contribution.html', 'vocabulary.html']) {
+    const [entry, ...others] = pageEntries(readFileSync(join(WEB, page), 'utf8'));
+    assert.equal(others.length, 0, `${page} has more than one module script`);
+    const first = staticImports(readFileSync(join(WEB, entry), 'utf8'))[0];
+    assert.equal(join(dirname(entry), first), 'start-engine.js', `${entry} imports ${first} first`);
+  }
+  const graph = moduleGraph('start-engine.js');
+  assert.ok(graph.includes('engine/engine.js') && graph.includes('controller.js'), graph.join(', '));
+  assert.ok(!graph.some((m) => m.startsWith('widgets/') && m !== 'widgets/dom.js'), `start-engine.js pulls in the figures: ${graph.join(', ')}`);
+});
