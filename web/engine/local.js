@@ -443,9 +443,6 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
   });
   const modelFile = split ? entry.core : entry;
   const modelChecksum = checksumOf(modelFile);
-  // The opening sentence's rows come with the core, in parallel.
-  const shardSource = split ? { baseUrl: shardBase, coreSha: entry.core.sha256 } : null;
-  const preloaded = split ? (entry.shards.preload ?? []).map((k) => fetchShard(shardSource, k).then((shard) => [k, shard], () => null)) : [];
   // The core reads the model file as soon as both are here. A file it refuses counts as a wrong
   // download: fetchVerified fetches it once more before the refusal is final, and caches it only
   // once the core has accepted it.
@@ -476,6 +473,11 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
     checksum: modelChecksum,
     onProgress: (p) => onProgress({ phase: 'model', ...p }),
   }, loadModel);
+  // The opening sentence's rows come with the core, in parallel, asked for after it: over
+  // HTTP/1.1 a browser opens six connections to a host, and the core, the largest file, takes
+  // one of them first.
+  const shardSource = split ? { baseUrl: shardBase, coreSha: entry.core.sha256 } : null;
+  const preloaded = split ? (entry.shards.preload ?? []).map((k) => fetchShard(shardSource, k).then((shard) => [k, shard], () => null)) : [];
   // Promise.all watches every promise, so a second failure is never left unhandled.
   const [{ value: { module, native, tReady, t3 }, bytes: modelBytes }, { bytes: wasmBytes }] = await Promise.all([modelLoad, compiled, instance]);
   const info = { ...native.info(), url: resolvedModelUrl, sha256: modelFile?.sha256 ?? null };
