@@ -15,7 +15,7 @@ import { attentionRow, headLabel, rolloutRow, rowStat } from './engine/result.js
 import { EVENTS } from './widgets/base.js';
 import { figureView, Latest } from './widgets/view.js';
 import { describeModel, headsForToken, labelShare, mechanism, resolveSelection, resultFromExample, rowRelation, rowSummary, SELECTION_RULE, sharpestAndBroadest } from './widgets/data.js';
-import { fmt, fmtWeight, headName, megabytes } from './widgets/dom.js';
+import { fmt, fmtWeight, headName, megabytes, thousands } from './widgets/dom.js';
 import { loadSetStatistics } from './engine/sets.js';
 import { keepForOffline } from './offline.js';
 import { specialShare } from './widgets/bars.js';
@@ -356,7 +356,7 @@ function downloadFacts(manifest) {
   const first = manifest.engine.bytes + entry.core.bytes + (s.preload?.length ?? 0) * (s.bytes / s.count);
   return {
     downloads: `What this page downloads: the engine\u2019s WebAssembly, ${megabytes(manifest.engine.bytes)}; the model\u2019s core, ${megabytes(entry.core.bytes)} (every weight but the table of word embeddings); `
-      + `and that table\u2019s rows for the words of each sentence, in pieces of ${s.rows_per_shard} rows fetched as they are needed (${s.count.toLocaleString('en-US')} pieces, ${megabytes(s.bytes)} for the whole vocabulary, which only predicting a masked word needs${s.all ? '; that comes as one file of the same size' : ''}). `
+      + `and that table\u2019s rows for the words of each sentence, in pieces of ${s.rows_per_shard} rows fetched as they are needed (${thousands(s.count)} pieces, ${megabytes(s.bytes)} for the whole vocabulary, which only predicting a masked word needs${s.all ? '; that comes as one file of the same size' : ''}). `
       + `A first visit takes about ${megabytes(first)} of these (the engine, the core and the opening sentence\u2019s pieces), besides the page\u2019s own text and scripts; ${whole}. Later visits read them from your browser\u2019s cache.`,
   };
 }

@@ -252,3 +252,23 @@ test('every figure that waits for the model reserves its height until it has dra
   assert.equal(row._reserving, false);
   row.remove();
 });
+
+test('counts are grouped by thousands exactly as Intl (en-US) groups them, without calling it for integers', async () => {
+  const { thousands } = await import('../../web/widgets/dom.js');
+  const samples = [0, 1, 9, 10, 999, 1000, 1001, 9999, 10000, 30522, 123456, 999999, 1000000, -1, -999, -1000, -1234567, Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER];
+  let seed = 12345;
+  for (let i = 0; i < 2000; ++i) {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    samples.push(Math.floor(seed / 2 ** (seed % 31)) * (i % 2 ? -1 : 1));
+  }
+  for (const n of samples) assert.equal(thousands(n), n.toLocaleString('en-US'), String(n));
+  // Anything but a safe integer is the locale's own formatting.
+  for (const x of [1.5, 1234.5678, NaN, Infinity, 2 ** 60]) assert.equal(thousands(x), x.toLocaleString('en-US'));
+  const original = Number.prototype.toLocaleString;
+  Number.prototype.toLocaleString = () => { throw new Error('toLocaleString was called'); };
+  try {
+    assert.equal(thousands(1234567), '1,234,567');
+  } finally {
+    Number.prototype.toLocaleString = original;
+  }
+});

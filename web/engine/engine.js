@@ -20,7 +20,7 @@
 // The worker imports errors, files, local and protocol only; this facade keeps every import
 // path that names engine.js, and is the engine's public API (the modules' other exports are
 // for each other).
-export { describeWasmFailure, EngineError, isSuperseded } from './errors.js';
+export { describeWasmFailure, EngineError, isSuperseded, thousands } from './errors.js';
 export { DEFAULT_MANIFEST_URL, loadManifest, manifestModel, MAX_MODEL_FILE_BYTES, notWasm } from './files.js';
 export { AttentionEngine, createEngine, ENGINE_FILES, MAX_TEXT_CHARS, tooLong, wellFormed } from './local.js';
 export { hostOperation, OPERATIONS, runEngineOperation } from './protocol.js';

@@ -3,7 +3,7 @@
 // per sentence. Used by Node tests and scripts, by the page's worker (./worker.js), and by a page
 // where no worker can start. Text limits and the result schema's check are here too.
 import { HEAD_LABELS, ROLE, ROW_STAT, ROW_STAT_FIELDS } from './result.js';
-import { describeWasmFailure, EngineError } from './errors.js';
+import { describeWasmFailure, EngineError, thousands } from './errors.js';
 import { checksumOf, DEFAULT_MANIFEST_URL, fetchShard, fetchVerified, fetchWasmModule, loadManifest, manifestModel } from './files.js';
 
 const HERE = import.meta.url;
@@ -71,7 +71,7 @@ export class Memo {
 export function tooLong(text, maxPositions = null) {
   if (text.length <= MAX_TEXT_CHARS) return null;
   const reads = maxPositions ? `the model reads at most ${maxPositions} tokens` : 'far more than the model reads';
-  return `The text is ${text.length.toLocaleString('en-US')} characters long; the page takes at most ${MAX_TEXT_CHARS.toLocaleString('en-US')} (${reads}; a text under that length but longer than the model reads is cut, and the figures say where).`;
+  return `The text is ${thousands(text.length)} characters long; the page takes at most ${thousands(MAX_TEXT_CHARS)} (${reads}; a text under that length but longer than the model reads is cut, and the figures say where).`;
 }
 
 export function checkText(text, info) {

@@ -9,7 +9,7 @@ import { keepForOffline } from '../offline.js';
 import { EngineSession, progressText, readHash, textRefusal, writeHash } from '../controller.js';
 import { headLabel } from '../engine/result.js';
 import { describeModel, FIXED_LABELS, modelPhrase, POSITIONAL_LABELS } from '../widgets/data.js';
-import { fmt, h, scrollBox } from '../widgets/dom.js';
+import { fmt, h, scrollBox, thousands } from '../widgets/dom.js';
 
 export { readHash, writeHash };
 
@@ -74,9 +74,9 @@ export function pageFidelity(set) {
   const c = set.page;
   if (!c) return null;
   return {
-    attention: `over the set\u2019s sentences its attention weights differ from the f32 file\u2019s by at most ${c.attention_max_abs.toPrecision(3)} (${c.attention_mean_abs.toPrecision(2)} on average), and a row\u2019s largest weight moves to another token in ${c.argmax_changed_rows.toLocaleString('en-US')} of ${c.rows.toLocaleString('en-US')} rows`,
+    attention: `over the set\u2019s sentences its attention weights differ from the f32 file\u2019s by at most ${c.attention_max_abs.toPrecision(3)} (${c.attention_mean_abs.toPrecision(2)} on average), and a row\u2019s largest weight moves to another token in ${thousands(c.argmax_changed_rows)} of ${thousands(c.rows)} rows`,
     predictions: c.masked_positions
-      ? `over ${c.masked_positions.toLocaleString('en-US')} masked positions of the set\u2019s sentences, its top guess is the f32 file\u2019s in ${(100 * c.masked_lm_top1_agreement).toFixed(1)}% of them`
+      ? `over ${thousands(c.masked_positions)} masked positions of the set\u2019s sentences, its top guess is the f32 file\u2019s in ${(100 * c.masked_lm_top1_agreement).toFixed(1)}% of them`
       : null,
   };
 }
@@ -113,7 +113,7 @@ export { fmt, h, headLabel, loadSetStatistics, scrollBox };
 const WORDS = ['No', 'One', 'Two', 'Three', 'Four', 'Five', 'Six', 'Seven', 'Eight', 'Nine', 'Ten', 'Eleven', 'Twelve',
   'Thirteen', 'Fourteen', 'Fifteen', 'Sixteen', 'Seventeen', 'Eighteen', 'Nineteen', 'Twenty'];
 export const countWord = (n, lower = false) => {
-  const word = WORDS[n] ?? n.toLocaleString('en-US');
+  const word = WORDS[n] ?? thousands(n);
   return lower ? word.toLowerCase() : word;
 };
 

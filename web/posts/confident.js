@@ -14,6 +14,7 @@ import {
 } from './common.js';
 import { attentionRow, ROLE, rowStat } from '../engine/result.js';
 import { rowRelation, SELECTION_RULE, sharpestAndBroadest } from '../widgets/data.js';
+import { thousands } from '../widgets/dom.js';
 
 const status = document.getElementById('status');
 const yoursSlot = document.getElementById('yours');
@@ -124,14 +125,14 @@ async function main() {
   const positionalShare = share(positional.length, all.length);
   fillFacts(document, {
     titleClaim: positionalShare >= 0.5 ? 'The most confident head is a positional one' : 'The most confident head is not always a positional one',
-    titleCounts: `for ${positional.length.toLocaleString('en-US')} of ${all.length.toLocaleString('en-US')} words in ${SENTENCE_SET.length} sentences`,
-    words: all.length.toLocaleString('en-US'),
+    titleCounts: `for ${thousands(positional.length)} of ${thousands(all.length)} words in ${SENTENCE_SET.length} sentences`,
+    words: thousands(all.length),
     sentences: SENTENCE_SET.length,
-    positional: positional.length.toLocaleString('en-US'),
+    positional: thousands(positional.length),
     positionalShare: percent(positionalShare),
     neighbourWords: (() => {
       const words = perSentence.flatMap((rows, k) => rows.filter((x) => x.positional && otherWord(results[k], x.token, x.overall.argmax)));
-      return `${words.length.toLocaleString('en-US')} of ${all.length.toLocaleString('en-US')} words (${percent(share(words.length, all.length))})`;
+      return `${thousands(words.length)} of ${thousands(all.length)} words (${percent(share(words.length, all.length))})`;
     })(),
     winnerCount: countWord(winners.length, true),
     winnerList: winners.map((w) => `${headTag(w.layer, w.head)} (${w.wins} words)`).join(', '),

@@ -13,7 +13,7 @@ import {
 } from './common.js';
 import { PRESETS } from '../state.js';
 import { SORTS } from '../widgets/registry.js';
-import { fmtProbability, megabytes } from '../widgets/dom.js';
+import { fmtProbability, megabytes, thousands } from '../widgets/dom.js';
 
 const status = document.getElementById('status');
 const yoursSlot = document.getElementById('yours');
@@ -48,8 +48,8 @@ function headTable(summary, caption) {
       dataset: { layer: String(c.layer - 1), head: String(c.head - 1), survival: String(c.top1_survival), attending: String(c.most_attending), consequential: String(c.most_consequential) },
     },
     h('th', { scope: 'row', class: 'text', text: headTag(c.layer - 1, c.head - 1) }),
-    h('td', { text: c.most_attending.toLocaleString('en-US') }),
-    h('td', { text: c.most_consequential.toLocaleString('en-US') }),
+    h('td', { text: thousands(c.most_attending) }),
+    h('td', { text: thousands(c.most_consequential) }),
     h('td', { text: fmt(c.mean_attention, 3) }),
     h('td', { text: fmtProbability(c.mean_abs_effect) }),
     h('td', { text: fmt(c.mean_abs_log_effect, 3) }),
@@ -65,17 +65,17 @@ async function drawSet() {
   const a = s.agreement;
   const level = c.bootstrap.level;
   const top = s.per_head.reduce((best, x) => (x.most_attending > best.most_attending ? x : best));
-  const of = (count) => `${count.toLocaleString('en-US')} of the ${s.words.toLocaleString('en-US')} words (${percent(count / s.words)})`;
+  const of = (count) => `${thousands(count)} of the ${thousands(s.words)} words (${percent(count / s.words)})`;
   fillFacts(document, {
-    titleCounts: `over ${s.words.toLocaleString('en-US')} masked words, the most-attending head is the most consequential one for ${a.observed.toLocaleString('en-US')}, where chance gives ${fmt(a.expected, 0)}`,
+    titleCounts: `over ${thousands(s.words)} masked words, the most-attending head is the most consequential one for ${thousands(a.observed)}, where chance gives ${fmt(a.expected, 0)}`,
     sentences: String(c.sentences),
-    words: s.words.toLocaleString('en-US'),
+    words: thousands(s.words),
     setModel: `the f32 file of the model this page runs, ${set.model.name}`,
     level: percent(level, 0),
-    resamples: c.bootstrap.resamples.toLocaleString('en-US'),
+    resamples: thousands(c.bootstrap.resamples),
     top1: of(s.top1_correct),
     predicted: of(s.predicted.words),
-    unpredicted: s.unpredicted.words.toLocaleString('en-US'),
+    unpredicted: thousands(s.unpredicted.words),
     effectPredicted: withInterval(s.predicted.mean_abs_effect, fmtProbability, level),
     effectUnpredicted: withInterval(s.unpredicted.mean_abs_effect, fmtProbability, level),
     logEffectPredicted: withInterval(s.predicted.mean_abs_log_effect, (v) => fmt(v, 3), level),
@@ -85,7 +85,7 @@ async function drawSet() {
     topAttending: `${headTag(top.layer - 1, top.head - 1)}, for ${of(top.most_attending)}`,
     distinctConsequential: countWord(a.distinct_consequential, true),
     expected: `${fmt(a.expected, 1)} (${percent(a.expected / s.words)})`,
-    pValue: `the share of ${a.permutations.toLocaleString('en-US')} shuffles that agree at least as often as observed is p = ${fmt(a.p_value, a.p_value < 0.01 ? 4 : 3)}`,
+    pValue: `the share of ${thousands(a.permutations)} shuffles that agree at least as often as observed is p = ${fmt(a.p_value, a.p_value < 0.01 ? 4 : 3)}`,
     rhoPerWord: withInterval(s.rho_per_word, rho, level),
     rhoConstant: withInterval(s.rho_constant_attention, rho, level),
     rhoBeyond: withInterval(s.rho_beyond_head, rho, level),
@@ -97,7 +97,7 @@ async function drawSet() {
   });
   const link = document.getElementById('words-link');
   link.href = wordsUrl;
-  survivalSlot.replaceChildren(headTable(s, `Each head over the ${s.words.toLocaleString('en-US')} masked words of the set`));
+  survivalSlot.replaceChildren(headTable(s, `Each head over the ${thousands(s.words)} masked words of the set`));
   Object.assign(survivalSlot.dataset, { words: String(s.words), agree: String(a.observed), expected: String(a.expected), pValue: String(a.p_value) });
   survivalSlot.dataset.ready = 'true';
 }

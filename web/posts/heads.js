@@ -13,6 +13,7 @@ import {
 } from './common.js';
 import { ROLE } from '../engine/result.js';
 import { PRESETS } from '../state.js';
+import { thousands } from '../widgets/dom.js';
 
 // A head "almost always says the previous (next) token" when the lower end of the 95% interval
 // of that share, over the word rows that have such a token, is at least this.
@@ -106,13 +107,13 @@ async function drawSet() {
     titleCounts: `over ${p.sentences} sentences, ${countWord(previous.length, true)} almost always ${previous.length === 1 ? 'says' : 'say'} \u201cthe previous token\u201d and ${countWord(next.length, true)} \u201cthe next token\u201d`,
     setModel: `the f32 file of the model this page runs, ${set.model.name}`,
     sentences: String(p.sentences),
-    rows: first.rows.toLocaleString('en-US'),
-    words: first.word_rows.toLocaleString('en-US'),
-    wordsWithPrevious: first.word_rows_with_previous.toLocaleString('en-US'),
-    wordsWithNext: first.word_rows_with_next.toLocaleString('en-US'),
+    rows: thousands(first.rows),
+    words: thousands(first.word_rows),
+    wordsWithPrevious: thousands(first.word_rows_with_previous),
+    wordsWithNext: thousands(first.word_rows_with_next),
     threshold: percent(ALMOST_ALWAYS, 0),
     level: percent(level, 0),
-    resamples: p.bootstrap.resamples.toLocaleString('en-US'),
+    resamples: thousands(p.bootstrap.resamples),
     stable: percent(p.label_rule.stable_label, 0),
     onlyPrevious: headsDo(previous.length),
     previousShares: names(previous, (x) => x.shares.word_previous.estimate),
@@ -130,7 +131,7 @@ async function drawSet() {
       + `The other labels describe tendencies, not rules${borderline.length ? `, and ${countWord(borderline.length, true)} of them could change with another sample of sentences` : ''}.`,
   });
   document.title = `${countWord(p.heads.length)} heads, and what each one does`;
-  setTable.replaceChildren(profileTable(heads, `Every head over the ${p.sentences} sentences (${first.rows.toLocaleString('en-US')} rows per head, ${first.word_rows.toLocaleString('en-US')} of them word rows), with ${percent(level, 0)} intervals`, 'set'));
+  setTable.replaceChildren(profileTable(heads, `Every head over the ${p.sentences} sentences (${thousands(first.rows)} rows per head, ${thousands(first.word_rows)} of them word rows), with ${percent(level, 0)} intervals`, 'set'));
   setTable.dataset.ready = 'true';
 }
 

@@ -10,6 +10,7 @@ import { CAUSES, failureCause, FIRST_PREFIX, typeBack } from './survival.js';
 import { tokenizerOf } from './tokenizer.js';
 import { fillFacts, h, loadEngine, readHash, scrollBox, writeHash } from './common.js';
 import { MAX_LINK_TEXT } from '../state.js';
+import { thousands } from '../widgets/dom.js';
 
 const status = document.getElementById('status');
 const groupsSlot = document.getElementById('groups');
@@ -90,7 +91,7 @@ async function drawPlayground(tokenizer, unkId) {
           h('td.text', { text: t.start >= 0 ? codePoints(value).slice(t.start, t.end).join('') : '' }),
           h('td.text', { text: explainToken(t, value, unkId) })))))),
       ...(dropped.length ? [h('p.note', { text: `Removed before matching (control and formatting characters): ${dropped.map(hex).join(' ')}.` })] : []),
-      ...(linked ? [] : [h('p.note', { text: `This text is ${value.length.toLocaleString('en-US')} characters long, more than the page's link keeps (${MAX_LINK_TEXT.toLocaleString('en-US')}): the address still holds the last shorter one.` })]));
+      ...(linked ? [] : [h('p.note', { text: `This text is ${thousands(value.length)} characters long, more than the page's link keeps (${thousands(MAX_LINK_TEXT)}): the address still holds the last shorter one.` })]));
     out.dataset.ready = 'true';
     out.dataset.text = value;
   };
@@ -116,9 +117,9 @@ function drawGroups(survival, causes) {
   const found = [...groups.entries()].filter(([, list]) => list.length).sort((a, b) => b[1].length - a[1].length);
   const none = [...groups.entries()].filter(([, list]) => !list.length);
   const items = found.map(([cause, list]) => h('li', { dataset: { cause, count: String(list.length) } },
-    h('b', { text: `${list.length.toLocaleString('en-US')} ` }), CAUSES[cause], '.',
+    h('b', { text: `${thousands(list.length)} ` }), CAUSES[cause], '.',
     h('div.entries', {}, list.slice(0, SAMPLE).map((f) => h('code', { title: `id ${f.id}, typed as \u201c${f.text}\u201d`, text: f.entry }))),
-    list.length > SAMPLE ? h('details.more', {}, h('summary', { text: `All ${list.length.toLocaleString('en-US')}` }),
+    list.length > SAMPLE ? h('details.more', {}, h('summary', { text: `All ${thousands(list.length)}` }),
       h('div.entries', {}, list.map((f) => h('code', { text: f.entry })))) : null));
   groupsSlot.replaceChildren(h('ul.groups', {}, items),
     ...(none.length ? [h('p.none', {}, 'No entry failed for the other causes the page looks for: ',
@@ -140,19 +141,19 @@ async function main() {
   const failed = survival.failures.length;
   const count = (cause) => causes.filter((c) => c === cause).length;
   fillFacts(document, {
-    titleCounts: `${failed.toLocaleString('en-US')} of ${survival.total.toLocaleString('en-US')}, typed back in your browser`,
-    total: survival.total.toLocaleString('en-US'),
-    failed: failed.toLocaleString('en-US'),
-    survivors: survival.survivors.toLocaleString('en-US'),
-    texts: survival.texts.length.toLocaleString('en-US'),
-    typedMs: `${Math.round(typedMs).toLocaleString('en-US')} ms`,
+    titleCounts: `${thousands(failed)} of ${thousands(survival.total)}, typed back in your browser`,
+    total: thousands(survival.total),
+    failed: thousands(failed),
+    survivors: thousands(survival.survivors),
+    texts: thousands(survival.texts.length),
+    typedMs: `${thousands(Math.round(typedMs))} ms`,
     where: tokenizer.where,
     prefix: survival.prefix ?? '(none found)',
     firstPrefix: FIRST_PREFIX,
-    firstPass: survival.firstPassPieceFailures.toLocaleString('en-US'),
-    rescued: survival.rescued.toLocaleString('en-US'),
-    greedy: count('greedy').toLocaleString('en-US'),
-    unused: count('unused').toLocaleString('en-US'),
+    firstPass: thousands(survival.firstPassPieceFailures),
+    rescued: thousands(survival.rescued),
+    greedy: thousands(count('greedy')),
+    unused: thousands(count('unused')),
   });
   document.body.dataset.failed = String(failed);
   drawGroups(survival, causes);

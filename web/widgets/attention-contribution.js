@@ -11,7 +11,7 @@ import { AttentionFigure, ATTRIBUTES, define, Latest } from './base.js';
 import { isSuperseded } from '../engine/engine.js';
 import { attentionRow, ROLE } from '../engine/result.js';
 import { CONTROLS_CSS, TokenChips } from './controls.js';
-import { fmt, fmtProbability, fmtWeight, h, headShort, scrollBox, setText } from './dom.js';
+import { fmt, fmtProbability, fmtWeight, h, headShort, scrollBox, setText, thousands } from './dom.js';
 import { MASK_TEXT, PREDICTION_CSS, vocabularyDownload, withVocabularyProgress } from './attention-prediction.js';
 
 
@@ -254,7 +254,7 @@ class AttentionContribution extends AttentionFigure {
     p.summary.dataset.p0 = String(base.p);
     p.summary.dataset.top1 = String(base.top1.id);
     setText(p.summary, `With \u201c${original.text}\u201d masked, the model\u2019s best guess is \u201c${base.top1.text}\u201d (p = ${fmt(base.top1.probability, 3)}); `
-      + `\u201c${original.text}\u201d itself has p = ${fmtProbability(base.p)} (number ${base.rank.toLocaleString('en-US')}). `
+      + `\u201c${original.text}\u201d itself has p = ${fmtProbability(base.p)} (number ${thousands(base.rank)}). `
       + `Most attention on one token: ${headShort(most.layer, most.head)}; largest effect of removal: ${headShort(consequential.layer, consequential.head)}`
       + `${most === consequential ? ', the same head.' : ', a different head.'}`);
     // The note held the download's progress or an earlier failure; a refused sentence's reason stays.

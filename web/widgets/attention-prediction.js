@@ -9,7 +9,7 @@ import { AttentionFigure, ATTRIBUTES, define, Latest } from './base.js';
 import { isSuperseded } from '../engine/engine.js';
 import { ROLE } from '../engine/result.js';
 import { CONTROLS_CSS, TokenChips } from './controls.js';
-import { fmt, fmtProbability, h, megabytes, setText } from './dom.js';
+import { fmt, fmtProbability, h, megabytes, setText, thousands } from './dom.js';
 
 // How many entries the figure shows; the original word's probability and rank are exact,
 // over the whole vocabulary (engine.probability).
@@ -191,7 +191,7 @@ class AttentionPrediction extends AttentionFigure {
     const removedText = removed ? ` with head${removed.includes(',') ? 's' : ''} ${removed.split(',').map((x) => `L${x.replace('.', ' H')}`).join(', ')} removed` : '';
     p.rank.dataset.rank = String(found.rank);
     p.rank.dataset.probability = String(found.probability);
-    setText(p.rank, `The word that was there, \u201c${original.text}\u201d, is number ${found.rank.toLocaleString('en-US')} of ${engine.info.vocab_size.toLocaleString('en-US')} with p = ${fmtProbability(found.probability)}${removedText}.`);
+    setText(p.rank, `The word that was there, \u201c${original.text}\u201d, is number ${thousands(found.rank)} of ${thousands(engine.info.vocab_size)} with p = ${fmtProbability(found.probability)}${removedText}.`);
     // The note held the download's progress or an earlier failure; a refused sentence's reason stays.
     if (!view.inputError) setText(p.note, '');
     this.dataset.ready = 'true';

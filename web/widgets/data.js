@@ -3,6 +3,7 @@
 // example (web/engine/result.js describes it and holds every accessor); an example carries, in
 // place of hidden_states, queries and keys, the vectors of its one opening selection.
 import { attentionPosition, attentionRow, headLabel, headProfile, ROLE, rowStat, tokenVector } from '../engine/result.js';
+import { thousands } from './dom.js';
 
 // The statistics of a row the core did not analyse (a rollout row, a row recomputed here), in
 // the core's field names (ROW_STAT), with n, the uniform share 1/n and the entropy's ceiling ln n.
@@ -360,7 +361,7 @@ export function describeModel(info) {
     const disclaimed = /not\s+(the\s+original\s+|[\w.-]+\/)?bert-mini/i.test(name);
     const run = trainingTotals(provenance.training ?? provenance);
     note = !disclaimed ? 'trained for this project, not the original bert-mini'
-      : run ? `trained for this project: ${run.steps.toLocaleString('en-US')} steps, ${(run.tokens / 1e6).toFixed(1)}M tokens`
+      : run ? `trained for this project: ${thousands(run.steps)} steps, ${(run.tokens / 1e6).toFixed(1)}M tokens`
         : 'trained for this project';
   } else if (provenance.converter && source && !provenance.derived_from) {
     kind = 'converted';

@@ -1,5 +1,6 @@
 // Building DOM without markup strings: every piece of text, the reader's included, goes in as
 // a text node, so nothing a reader types can become an element or run as a script.
+export { thousands } from '../engine/errors.js';
 
 // h('tag.class1.class2', {attrs, on: {event: fn}, dataset, style}, ...children)
 // A box that scrolls when its content (a table, a tall chart) is larger than the screen: it

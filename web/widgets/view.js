@@ -3,6 +3,7 @@
 // caller's asynchronous views.
 import { isSuperseded } from '../engine/engine.js';
 import { resolveSelection } from './data.js';
+import { thousands } from './dom.js';
 
 // The one view builder, for the article and for a figure on its own. With an engine the result
 // is its analysis of `sentence` (with hidden states, queries and keys when `vectors`); without
@@ -44,8 +45,8 @@ export async function figureView({ engine = null, example = null, sentence, vect
 export function truncationNote(result) {
   if (!result?.truncated || result.n < 3) return '';
   const last = result.tokens[result.n - 2];
-  return ` This text has ${result.full_length.toLocaleString('en-US')} tokens and the model reads at most ${result.n}: `
-    + `everything after \u201c${last.text.replace(/^##/, '')}\u201d (character ${last.end.toLocaleString('en-US')} of ${result.text.length.toLocaleString('en-US')}) is left out.`;
+  return ` This text has ${thousands(result.full_length)} tokens and the model reads at most ${result.n}: `
+    + `everything after \u201c${last.text.replace(/^##/, '')}\u201d (character ${thousands(last.end)} of ${thousands(result.text.length)}) is left out.`;
 }
 
 export class Latest {
