@@ -449,6 +449,45 @@ TEST(VocabTest, TokenizerNeedsEverySpecialToken) {
   EXPECT_EQ(ids, (std::vector<int32_t>{2, 5, 6, 5, 1, 3}));
 }
 
+// BertTokenizer's other settings on a small cased vocabulary (the differential test compares
+// every setting with the independent reference over the whole of Unicode).
+TEST(VocabTest, CasedSettings) {
+  const auto make = [](TokenizerOptions options) {
+    Vocab vocab;
+    EXPECT_TRUE(Vocab::FromText("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nCafé\ncafe\nCafe\n\xe6\x9d\xb1\xe4\xba\xac\n\xe6\x9d\xb1\n##\xe4\xba\xac\n", &vocab).ok());
+    Tokenizer tokenizer;
+    EXPECT_TRUE(Tokenizer::Create(std::move(vocab), &tokenizer, options).ok());
+    return tokenizer;
+  };
+  const auto pieces = [](const Tokenizer& tokenizer, std::string_view text) {
+    std::vector<std::string> out;
+    for (const Token& t : tokenizer.Encode(text).tokens) {
+      out.push_back(t.text + "@" + std::to_string(t.start) + "-" + std::to_string(t.end));
+    }
+    return out;
+  };
+  TokenizerOptions cased;
+  cased.lowercase = false;
+  EXPECT_FALSE(cased.strips_accents());
+  const Tokenizer keep = make(cased);
+  // "é" typed as e + U+0301 is composed (NFC) and spans both input code points.
+  EXPECT_EQ(pieces(keep, "Cafe\xcc\x81"), (std::vector<std::string>{"[CLS]@-1--1", "Café@0-5", "[SEP]@-1--1"}));
+  EXPECT_EQ(pieces(keep, "Café"), (std::vector<std::string>{"[CLS]@-1--1", "Café@0-4", "[SEP]@-1--1"}));
+  cased.accents = TokenizerOptions::Accents::kStrip;
+  EXPECT_EQ(pieces(make(cased), "Café"), (std::vector<std::string>{"[CLS]@-1--1", "Cafe@0-4", "[SEP]@-1--1"}));
+  TokenizerOptions uncased;
+  EXPECT_TRUE(uncased.strips_accents());
+  EXPECT_EQ(pieces(make(uncased), "Café"), (std::vector<std::string>{"[CLS]@-1--1", "cafe@0-4", "[SEP]@-1--1"}));
+  uncased.accents = TokenizerOptions::Accents::kKeep;
+  EXPECT_EQ(pieces(make(uncased), "Café"), (std::vector<std::string>{"[CLS]@-1--1", "[UNK]@0-4", "[SEP]@-1--1"}));  // "café" is not in it
+  // CJK ideographs are words of their own unless tokenize_chinese_chars is false.
+  EXPECT_EQ(pieces(keep, "\xe6\x9d\xb1\xe4\xba\xac").size(), 4u);
+  TokenizerOptions whole = cased;
+  whole.accents = TokenizerOptions::Accents::kFollowLowercase;
+  whole.split_chinese_chars = false;
+  EXPECT_EQ(pieces(make(whole), "\xe6\x9d\xb1\xe4\xba\xac"), (std::vector<std::string>{"[CLS]@-1--1", "\xe6\x9d\xb1\xe4\xba\xac@0-2", "[SEP]@-1--1"}));
+}
+
 // ---------------------------------------------------------------------------------------
 // The CLI: exit codes and messages for bad input.
 

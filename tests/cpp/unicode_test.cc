@@ -177,6 +177,40 @@ TEST(Unicode, CombiningClassAndOrdering) {
   EXPECT_EQ(origin, (std::vector<int>{0, 2, 1, 3, 5, 4}));
 }
 
+// Canonical composition: primary composites, Hangul syllables, exclusions, blocking. The whole
+// table is checked against Python's NFC by the generator and, through the tokenizer, by
+// tests/py/test_tokenizer_differential.py (its cased settings keep accents, so NFC decides ids).
+TEST(Unicode, CanonicalComposition) {
+  EXPECT_EQ(Compose(U'e', 0x0301), 0x00E9u);
+  EXPECT_EQ(Compose(U'A', 0x030A), 0x00C5u);         // not the Angstrom sign, a singleton
+  EXPECT_EQ(Compose(0x1100, 0x1161), 0xAC00u);       // L + V
+  EXPECT_EQ(Compose(0xAC00, 0x11A8), 0xAC01u);       // LV + T
+  EXPECT_EQ(Compose(0xAC01, 0x11A8), 0u);            // LVT + T: nothing
+  EXPECT_EQ(Compose(0xAC00, 0x11A7), 0u);            // T_BASE itself is no trailing jamo
+  EXPECT_EQ(Compose(0x0915, 0x093C), 0u);            // U+0958 is a composition exclusion
+  EXPECT_EQ(Compose(0x0308, 0x0301), 0u);            // U+0344 decomposes to a non-starter
+  EXPECT_EQ(Compose(U'a', U'b'), 0u);
+  const auto nfc = [](std::vector<char32_t> cps) {
+    std::vector<std::pair<int, int>> origin;
+    for (size_t i = 0; i < cps.size(); ++i) origin.push_back({static_cast<int>(i), static_cast<int>(i)});
+    CanonicalOrder(&cps, &origin);
+    CanonicalCompose(&cps, &origin, [](std::pair<int, int> a, std::pair<int, int> b) {
+      return std::make_pair(std::min(a.first, b.first), std::max(a.second, b.second));
+    });
+    return std::make_pair(cps, origin);
+  };
+  // o + dot below + circumflex: both compose, in canonical order (ộ).
+  EXPECT_EQ(nfc({U'o', 0x0302, 0x0323}).first, std::vector<char32_t>{0x1ED9});
+  EXPECT_EQ(nfc({U'o', 0x0302, 0x0323}).second, (std::vector<std::pair<int, int>>{{0, 2}}));
+  // A second mark of the same class is blocked by the first: a + grave + acute is à + acute.
+  EXPECT_EQ(nfc({U'a', 0x0300, 0x0301}).first, (std::vector<char32_t>{0x00E0, 0x0301}));
+  // A starter between blocks; a leading non-starter composes with nothing.
+  EXPECT_EQ(nfc({U'e', U'x', 0x0301}).first, (std::vector<char32_t>{U'e', U'x', 0x0301}));
+  EXPECT_EQ(nfc({0x0301, U'e'}).first, (std::vector<char32_t>{0x0301, U'e'}));
+  // Hangul jamo typed apart become one syllable (한).
+  EXPECT_EQ(nfc({0x1112, 0x1161, 0x11AB}).first, std::vector<char32_t>{0xD55C});
+}
+
 // A run of 100,000 marks in descending class is the worst case for an insertion sort (about
 // n^2/2 swaps, minutes); sorted per run it takes milliseconds. The bound only catches a
 // quadratic sort coming back, so it is far above the real time even under the sanitizers.

@@ -1,4 +1,4 @@
-"""An independent uncased BertTokenizer in plain Python, for tests/py/test_tokenizer_differential.py.
+"""An independent BertTokenizer in plain Python, for tests/py/test_tokenizer_differential.py.
 
 Written from the steps Hugging Face's transformers documents and runs for
 BertTokenizer(do_lower_case=True) (PreTrainedTokenizer.tokenize, BasicTokenizer,
@@ -22,6 +22,11 @@ tables with wasm/core: the character properties are Python's own unicodedata.
   5. WordpieceTokenizer: greedy longest match first with "##" continuations; a word longer than
      100 characters, or one that cannot be matched to the end, is a single [UNK].
   6. [CLS] ... [SEP] around the ids.
+
+The other settings (BertReference's arguments, as a checkpoint's tokenizer_config.json gives
+them) change steps 1, 3 and 4 as BasicTokenizer does: without do_lower_case there is no step 1
+and no lower() in step 4, whose accent stripping then runs only if strip_accents is True (with
+do_lower_case, unless it is False); without tokenize_chinese_chars step 3 adds no spaces.
 
 Bytes are read as UTF-8 with errors="replace", as the project's tokenizer documents.
 """
@@ -107,21 +112,30 @@ def split_on_punctuation(token):
     return words
 
 
-def basic_tokenize(text):
-    """Step 3 and 4 on a stretch without typed special tokens."""
-    text = tokenize_chinese_chars(clean_text(text))
+def basic_tokenize(text, do_lower_case=True, strip_accents_setting=None, split_chinese=True):
+    """Step 3 and 4 on a stretch without typed special tokens, with BasicTokenizer's settings
+    (do_lower_case, strip_accents: None, True or False, tokenize_chinese_chars)."""
+    text = clean_text(text)
+    if split_chinese:
+        text = tokenize_chinese_chars(text)
     text = unicodedata.normalize("NFC", text)
     words = []
     for token in text.split():
-        token = strip_accents(token.lower())
+        if do_lower_case:
+            token = token.lower()
+            if strip_accents_setting is not False:
+                token = strip_accents(token)
+        elif strip_accents_setting:
+            token = strip_accents(token)
         words.extend(split_on_punctuation(token))
     return " ".join(words).split()
 
 
 class BertReference:
-    def __init__(self, vocab_lines):
+    def __init__(self, vocab_lines, do_lower_case=True, strip_accents=None, tokenize_chinese_chars=True):
         self.vocab = {piece: i for i, piece in enumerate(vocab_lines)}
         self.unk = self.vocab["[UNK]"]
+        self.settings = (do_lower_case, strip_accents, tokenize_chinese_chars)
 
     def wordpiece(self, word):
         chars = list(word)
@@ -148,13 +162,14 @@ class BertReference:
         """Ids, [CLS] and [SEP] included, of a str (or of bytes, read as UTF-8 with replacement)."""
         if isinstance(text, bytes):
             text = text.decode("utf-8", errors="replace")
-        text = lowercase_like_transformers(text)
+        if self.settings[0]:
+            text = lowercase_like_transformers(text)
         ids = [self.vocab["[CLS]"]]
         for k, stretch in enumerate(_SPLIT_SPECIALS.split(text)):
             if k % 2 == 1:  # a typed special token (the pattern's capture group)
                 ids.append(self.vocab[stretch])
                 continue
-            for word in basic_tokenize(stretch):
+            for word in basic_tokenize(stretch, *self.settings):
                 ids.extend(self.wordpiece(word))
         ids.append(self.vocab["[SEP]"])
         return ids

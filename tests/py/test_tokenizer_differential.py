@@ -1,6 +1,13 @@
 """Differential test of the C++ tokenizer (attention-cli tokenize) against tests/py/bert_reference.py,
 an independent Python BertTokenizer written from Hugging Face's documented steps.
 
+It runs for bert-base-uncased's settings and for the other settings of BertTokenizer a
+checkpoint's tokenizer_config.json may give (do_lower_case false as in bert-base-cased and the
+multilingual cased models, strip_accents true or false, tokenize_chinese_chars false); the
+cased settings use a cased vocabulary made here from the uncased one (cased_vocabulary: the real
+bert-base-cased vocab.txt cannot be downloaded on these machines), with capitalised and
+upper-case words and NFC accented letters, so that case and NFC decide which ids come out.
+
 Three parts, each run through the CLI in one batched call:
   - every code point, alone, inside a word ("a" c "b") and before a capital sigma that
     str.lower() would make final ("Α" c "Σ"), 64 space-separated words to a --lines line;
@@ -19,6 +26,7 @@ import json
 import os
 import random
 import subprocess
+import tempfile
 import unicodedata
 import unittest
 
@@ -83,8 +91,53 @@ def special_casing_code_points():
     return sorted(out)
 
 
-def run_cli(args, stdin):
-    result = subprocess.run([CLI, "tokenize", "--vocab", VOCAB] + args, input=stdin,
+# BertTokenizer's settings, as BertReference's arguments, and the vocabulary each is run with.
+SETTINGS = {
+    "uncased": ("uncased", dict(do_lower_case=True, strip_accents=None, tokenize_chinese_chars=True)),
+    "cased": ("cased", dict(do_lower_case=False, strip_accents=None, tokenize_chinese_chars=True)),
+    "cased, strip_accents=True": ("cased", dict(do_lower_case=False, strip_accents=True, tokenize_chinese_chars=True)),
+    "uncased, strip_accents=False": ("cased", dict(do_lower_case=True, strip_accents=False, tokenize_chinese_chars=True)),
+    "cased, tokenize_chinese_chars=False": ("cased", dict(do_lower_case=False, strip_accents=None, tokenize_chinese_chars=False)),
+}
+
+
+def cli_settings(settings):
+    word = lambda v: "none" if v is None else "true" if v else "false"
+    return ["--do-lower-case", word(settings["do_lower_case"]), "--strip-accents", word(settings["strip_accents"]),
+            "--tokenize-chinese-chars", word(settings["tokenize_chinese_chars"])]
+
+
+def cased_vocabulary(uncased_lines):
+    """A cased WordPiece vocabulary: the uncased one, then the capitalised and upper-case forms
+    of its first 12,000 alphabetic entries (as words and as ## continuations), every letter of
+    Latin, Greek, Cyrillic and Hangul blocks that NFC keeps as one character (alone and as a
+    continuation), and some accented words in NFC."""
+    out, seen = list(uncased_lines), set(uncased_lines)
+
+    def add(piece):
+        if piece not in seen:
+            seen.add(piece)
+            out.append(piece)
+
+    for entry in uncased_lines[:12000]:
+        prefix, core = ("##", entry[2:]) if entry.startswith("##") else ("", entry)
+        if core.isalpha():
+            add(prefix + core.capitalize())
+            add(prefix + core.upper())
+    blocks = [range(0xC0, 0x250), range(0x370, 0x500), range(0x1E00, 0x2000), range(0xAC00, 0xAC00 + 600)]
+    for cp in (c for block in blocks for c in block):
+        ch = chr(cp)
+        if unicodedata.category(ch).startswith("L") and unicodedata.normalize("NFC", ch) == ch:
+            add(ch)
+            add("##" + ch)
+    for word in ["Café", "café", "naïve", "Ångström", "Zürich", "São", "résumé", "Straße", "İstanbul",
+                 "Σίσυφος", "Москва", "Ёлка", "한국어", "crème", "brûlée", "Łódź", "Việt"]:
+        add(unicodedata.normalize("NFC", word))
+    return out
+
+
+def run_cli(args, stdin, vocab=VOCAB):
+    result = subprocess.run([CLI, "tokenize", "--vocab", vocab] + args, input=stdin,
                             capture_output=True, check=False)
     if result.returncode != 0:
         raise AssertionError("attention-cli failed: " + result.stderr.decode(errors="replace"))
@@ -92,18 +145,18 @@ def run_cli(args, stdin):
     return result.stdout.decode("utf-8").rstrip("\n").split("\n") if result.stdout else []
 
 
-def cli_ids_of_lines(texts):
+def cli_ids_of_lines(texts, vocab=VOCAB, settings=()):
     """--lines: one text per line (no newline inside); ids per text."""
     stdin = "".join(t + "\n" for t in texts).encode("utf-8")
-    lines = run_cli(["--lines"], stdin)
+    lines = run_cli(["--lines", *settings], stdin, vocab)
     assert len(lines) == len(texts), "one output line per input line"
     return [[int(x) for x in line.split()] for line in lines]
 
 
-def cli_ids_of_bytes(byte_strings):
+def cli_ids_of_bytes(byte_strings, vocab=VOCAB, settings=()):
     """--batch-hex: any bytes; ids per text (the JSON is read for its ids only)."""
     stdin = b"".join(b.hex().encode("ascii") + b"\n" for b in byte_strings)
-    lines = run_cli(["--batch-hex", "--max-length", "1000000"], stdin)
+    lines = run_cli(["--batch-hex", "--max-length", "1000000", *settings], stdin, vocab)
     assert len(lines) == len(byte_strings), "one output line per input text"
     out = []
     for line in lines:
@@ -156,7 +209,9 @@ POOLS = {
     "marks": ["e\u0301", "a\u0308", "n\u0303", "o\u0302\u0323", "o\u0323\u0302", "q\u0307",
               "x\u0316\u0301", "\u0301", "\u20dd", "\u0903", "\u093f", "a\u034f\u0301",
               "\U0001d15e", "\U0001d160", "i\u0307", "\u0345", "\u0e31", "a\u0328\u0301",
-              "\u302e", "\u0f73", "\u0344", "\u1e9b\u0323"],
+              "\u302e", "\u0f73", "\u0344", "\u1e9b\u0323", "Cafe\u0301", "A\u030a", "u\u0308ber",
+              "\u1100\u1161", "\u1100\u1161\u11a8", "\uac00\u11a8", "\u1112\u1161\u11ab\u1100\u116e\u11a8",
+              "\u1100\u0301\u1161", "e\u0327\u0301", "e\u0301\u0327", "o\u031b\u0323"],
     "punctuation": ["!!!", "?!", "...", "—", "–", "«»", "„“", "¿¡", "()", "[]{}", "<>", "…", "‰",
                     "§", "¶", "†", "•", "、。", "「」", "・", "'\"", "`~^", "$€£¥", "+=-*/",
                     "|\\", "_", "‽", "⸮", "﹏", "＂", "！", "\U00016e97"],
@@ -245,29 +300,108 @@ def splice_ill_formed(text, rng):
 
 # ---------------------------------------------------------------------------------------
 
-class TokenizerDifferentialTest(unittest.TestCase):
+class DifferentialChecks:
+    """The comparisons, for one setting of BertTokenizer (SETTING, a key of SETTINGS); FORMS are
+    the code-point forms compared (all three for the uncased default)."""
+    SETTING = "uncased"
+    FORMS = (("alone", "{}"), ("inside a word", "a{}b"),
+             ("before a word-final capital sigma", "\u0391{}\u03a3"))
+
     @classmethod
     def setUpClass(cls):
         with open(VOCAB, encoding="utf-8") as f:
             cls.vocab_lines = f.read().rstrip("\n").split("\n")
-        cls.reference = BertReference(cls.vocab_lines)
+        kind, settings = SETTINGS[cls.SETTING]
+        cls.vocab_path = VOCAB
+        if kind == "cased":
+            cls.vocab_lines = cased_vocabulary(cls.vocab_lines)
+            cls.scratch = tempfile.TemporaryDirectory()
+            cls.vocab_path = os.path.join(cls.scratch.name, "vocab.txt")
+            with open(cls.vocab_path, "w", encoding="utf-8") as f:
+                f.write("\n".join(cls.vocab_lines) + "\n")
+        cls.settings = cli_settings(settings)
+        cls.reference = BertReference(cls.vocab_lines, **settings)
         cls.comparable, cls.left_out = comparable_code_points()
         cls.special = special_casing_code_points()
+
+    @classmethod
+    def tearDownClass(cls):
+        if hasattr(cls, "scratch"):
+            cls.scratch.cleanup()
 
     def setUp(self):
         require_input(CLI, "build it with `cmake --build --preset native -j 2`", executable=True)
         require_input(os.path.join(UCD, "DerivedAge.txt"), "apt-get install unicode-data")
 
+    def cli_lines(self, texts):
+        return cli_ids_of_lines(texts, self.vocab_path, self.settings)
+
+    def cli_bytes(self, byte_strings):
+        return cli_ids_of_bytes(byte_strings, self.vocab_path, self.settings)
+
     def assert_no_mismatch(self, label, inputs, expected, got, describe=None):
         describe = describe or (lambda b: repr(b.decode("utf-8", errors="backslashreplace")))
         mismatches = [(x, e, g) for x, e, g in zip(inputs, expected, got) if e != g]
-        print(f"\n{label}: {len(inputs)} inputs, {len(mismatches)} id mismatches")
+        print(f"\n{self.SETTING}: {label}: {len(inputs)} inputs, {len(mismatches)} id mismatches")
         if mismatches:
             lines = [f"{describe(x)}\n    reference {e}\n    cli       {g}"
                      for x, e, g in mismatches[:SHOWN]]
-            self.fail(f"{label}: {len(mismatches)} of {len(inputs)} inputs disagree; first:\n"
+            self.fail(f"{self.SETTING}: {label}: {len(mismatches)} of {len(inputs)} inputs disagree; first:\n"
                       + "\n".join(lines))
 
+    def test_every_code_point(self):
+        items = [cp for cp in self.comparable if cp != 0x0A]  # --lines: one text per line
+        print(f"\n{self.SETTING}: every code point: {len(items)} scalar values compared, {self.left_out} left "
+              f"out (assigned in only one of Python's Unicode "
+              f"{unicodedata.unidata_version} and the tables' version)")
+        for label, form in self.FORMS:
+            words = [form.format(chr(cp)) for cp in items]
+            lines = [" ".join(words[i:i + WORDS_PER_LINE])
+                     for i in range(0, len(words), WORDS_PER_LINE)]
+            got = self.cli_lines(lines)
+            expected = [self.reference.encode(text) for text in lines]
+            bad = [i for i, (e, g) in enumerate(zip(expected, got)) if e != g]
+            if bad:  # name the code points: each word of the failing lines on its own
+                suspects = [w for i in bad[:SHOWN] for w in lines[i].split(" ")]
+                self.assert_no_mismatch(
+                    f"code points {label}", suspects,
+                    [self.reference.encode(w) for w in suspects], self.cli_lines(suspects),
+                    describe=lambda w: " ".join("U+%04X" % ord(c) for c in w))
+                self.fail(f"code points {label}: lines disagree but no single word does")
+            print(f"{self.SETTING}: code points {label}: {len(words)} words in {len(lines)} lines, 0 id mismatches")
+
+    def test_generated_corpus(self):
+        texts = generate(self.vocab_lines, self.comparable, self.special, GENERATED, SEED)
+        rng = random.Random(SEED + 1)
+        inputs = [t.encode("utf-8") for t in texts[:GENERATED - ILL_FORMED]]
+        inputs += [splice_ill_formed(t, rng) for t in texts[GENERATED - ILL_FORMED:]]
+        got = self.cli_bytes(inputs)
+        expected = [self.reference.encode(b) for b in inputs]
+        sigmas = sum(1 for t in texts if "\u03a3" in t)
+        print(f"\n{self.SETTING}: generated corpus: seed {SEED}, {len(texts)} strings, {sigmas} with a capital "
+              f"sigma, {ILL_FORMED} with ill-formed UTF-8")
+        self.assert_no_mismatch("generated corpus", inputs, expected, got)
+        # The cased settings' point: case and NFC change ids here, so the comparison is not the
+        # uncased one again.
+        if self.SETTING != "uncased":
+            uncased = BertReference(self.vocab_lines)
+            differ = sum(1 for b, e in zip(inputs[:2000], expected[:2000]) if uncased.encode(b) != e)
+            print(f"{self.SETTING}: {differ} of the first 2000 texts get other ids than the uncased settings give")
+            self.assertGreater(differ, 200)
+
+    def test_special_casing_entries(self):
+        words = []
+        for cp in self.special:
+            c = chr(cp)
+            words += [c, "a" + c, c + "b", "a" + c + "b", "\u0391" + c + "\u03a3",
+                      "\u0391\u03a3" + c, c + c + c, c.upper()]
+        inputs = [w.encode("utf-8") for w in words]
+        self.assert_no_mismatch(f"SpecialCasing.txt entries ({len(self.special)} code points)",
+                                inputs, [self.reference.encode(b) for b in inputs],
+                                self.cli_bytes(inputs))
+
+
+class TokenizerDifferentialTest(DifferentialChecks, unittest.TestCase):
     def test_the_reference_on_hand_checked_cases(self):
         # Ids are 0-based vocab.txt lines: σ 1173, ##α 14608, ##σ 29733, ##ς 19579.
         line = {p: i for i, p in enumerate(self.vocab_lines)}
@@ -283,50 +417,47 @@ class TokenizerDifferentialTest(unittest.TestCase):
         self.assertEqual(encode("a" * 101), [101, 100, 102])
         self.assertEqual(encode(b"a\xffb"), [101, line["ab"], 102])
 
-    def test_every_code_point(self):
-        items = [cp for cp in self.comparable if cp != 0x0A]  # --lines: one text per line
-        print(f"\nevery code point: {len(items)} scalar values compared, {self.left_out} left "
-              f"out (assigned in only one of Python's Unicode "
-              f"{unicodedata.unidata_version} and the tables' version)")
-        for label, form in (("alone", "{}"), ("inside a word", "a{}b"),
-                            ("before a word-final capital sigma", "\u0391{}\u03a3")):
-            words = [form.format(chr(cp)) for cp in items]
-            lines = [" ".join(words[i:i + WORDS_PER_LINE])
-                     for i in range(0, len(words), WORDS_PER_LINE)]
-            got = cli_ids_of_lines(lines)
-            expected = [self.reference.encode(text) for text in lines]
-            bad = [i for i, (e, g) in enumerate(zip(expected, got)) if e != g]
-            if bad:  # name the code points: each word of the failing lines on its own
-                suspects = [w for i in bad[:SHOWN] for w in lines[i].split(" ")]
-                self.assert_no_mismatch(
-                    f"code points {label}", suspects,
-                    [self.reference.encode(w) for w in suspects], cli_ids_of_lines(suspects),
-                    describe=lambda w: " ".join("U+%04X" % ord(c) for c in w))
-                self.fail(f"code points {label}: lines disagree but no single word does")
-            print(f"code points {label}: {len(words)} words in {len(lines)} lines, 0 id mismatches")
 
-    def test_generated_corpus(self):
-        texts = generate(self.vocab_lines, self.comparable, self.special, GENERATED, SEED)
-        rng = random.Random(SEED + 1)
-        inputs = [t.encode("utf-8") for t in texts[:GENERATED - ILL_FORMED]]
-        inputs += [splice_ill_formed(t, rng) for t in texts[GENERATED - ILL_FORMED:]]
-        got = cli_ids_of_bytes(inputs)
-        expected = [self.reference.encode(b) for b in inputs]
-        sigmas = sum(1 for t in texts if "\u03a3" in t)
-        print(f"\ngenerated corpus: seed {SEED}, {len(texts)} strings, {sigmas} with a capital "
-              f"sigma, {ILL_FORMED} with ill-formed UTF-8")
-        self.assert_no_mismatch("generated corpus", inputs, expected, got)
 
-    def test_special_casing_entries(self):
-        words = []
-        for cp in self.special:
-            c = chr(cp)
-            words += [c, "a" + c, c + "b", "a" + c + "b", "\u0391" + c + "\u03a3",
-                      "\u0391\u03a3" + c, c + c + c, c.upper()]
-        inputs = [w.encode("utf-8") for w in words]
-        self.assert_no_mismatch(f"SpecialCasing.txt entries ({len(self.special)} code points)",
-                                inputs, [self.reference.encode(b) for b in inputs],
-                                cli_ids_of_bytes(inputs))
+class CasedTokenizerTest(DifferentialChecks, unittest.TestCase):
+    """bert-base-cased's settings (and the multilingual cased models'): no lowercasing, accents
+    kept, the text in NFC."""
+    SETTING = "cased"
+    FORMS = (("inside a word", "a{}b"), ("after a capital", "A{}"))
+
+    def test_the_reference_on_hand_checked_cases(self):
+        line = {p: i for i, p in enumerate(self.vocab_lines)}
+        encode = self.reference.encode
+        self.assertEqual(encode("Café"), [101, line["Café"], 102])
+        # NFC: an accent typed as its own code point is composed with its letter.
+        self.assertEqual(encode("Cafe\u0301"), [101, line["Café"], 102])
+        self.assertEqual(encode("Hello"), [101, line["Hello"], 102])
+        self.assertNotEqual(encode("Hello"), encode("hello"))
+        self.assertEqual(encode("\u1100\u1161"), [101, line["\uac00"], 102])
+        # Typed special tokens still need their exact case.
+        self.assertEqual(encode("[MASK] [mask]"), [101, 103, line["["], line["mask"], line["]"], 102])
+
+    def test_offsets_of_a_composed_character(self):
+        result = subprocess.run([CLI, "tokenize", "--vocab", self.vocab_path, "--json", *self.settings, "Cafe\u0301 x"],
+                                capture_output=True, check=True)
+        tokens = json.loads(result.stdout)["tokens"]
+        # "é" comes from "e" and U+0301: the piece spans both input code points.
+        self.assertEqual([(t["text"], t["start"], t["end"]) for t in tokens[1:-1]], [("Café", 0, 5), ("x", 6, 7)])
+
+
+class CasedStripAccentsTest(DifferentialChecks, unittest.TestCase):
+    SETTING = "cased, strip_accents=True"
+    FORMS = (("inside a word", "a{}b"),)
+
+
+class UncasedKeepAccentsTest(DifferentialChecks, unittest.TestCase):
+    SETTING = "uncased, strip_accents=False"
+    FORMS = (("inside a word", "a{}b"),)
+
+
+class CasedWholeCjkTest(DifferentialChecks, unittest.TestCase):
+    SETTING = "cased, tokenize_chinese_chars=False"
+    FORMS = (("inside a word", "a{}b"),)
 
 
 if __name__ == "__main__":

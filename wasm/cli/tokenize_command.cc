@@ -1,7 +1,10 @@
 // attention-cli tokenize: the tokenizer on the command line.
 //
-//   attention-cli tokenize (--vocab FILE | --model FILE) [--json | --lines] [--max-length N] TEXT|-
+//   attention-cli tokenize (--vocab FILE | --model FILE) [--json | --lines] [--max-length N]
+//                          [--do-lower-case B] [--strip-accents B|none] [--tokenize-chinese-chars B] TEXT|-
 //
+// The last three are BertTokenizer's settings of those names (B: true or false), for a
+// vocabulary file; their defaults are bert-base-uncased's (true, none, true).
 // Plain output is one token per line: id, piece, start, end, word (tab-separated). --json
 // prints {"tokens": [{"id","text","start","end","word"}, ...], "truncated", "full_length"}.
 // --lines tokenizes a corpus: every line of standard input is one text, and every output line
@@ -33,7 +36,9 @@ constexpr char kUsage[] =
     "  TEXT '-' reads the text from standard input.\n"
     "  --json        one JSON object: tokens (id, text, start, end, word), truncated, full_length\n"
     "  --lines       each stdin line is one text; prints its ids ([CLS] ... [SEP]) per line\n"
-    "  --max-length  positions including [CLS] and [SEP] (default 512; --lines never truncates)\n";
+    "  --max-length  positions including [CLS] and [SEP] (default 512; --lines never truncates)\n"
+    "  --do-lower-case true|false, --strip-accents true|false|none, --tokenize-chinese-chars true|false\n"
+    "                Hugging Face BertTokenizer's settings (defaults: true, none, true)\n";
 
 enum class Mode { kPlain, kJson, kLines, kBatchHex };
 
@@ -43,7 +48,7 @@ int UsageError(const std::string& message) {
 }
 
 Status LoadTokenizer(const std::string& vocab_path, const std::string& model_path,
-                     Tokenizer* tokenizer) {
+                     const TokenizerOptions& options, Tokenizer* tokenizer) {
   Vocab vocab;
   if (!model_path.empty()) {
     std::unique_ptr<Model> model;
@@ -58,7 +63,16 @@ Status LoadTokenizer(const std::string& vocab_path, const std::string& model_pat
     Status status = Vocab::FromFile(vocab_path, &vocab);
     if (!status.ok()) return status;
   }
-  return Tokenizer::Create(std::move(vocab), tokenizer);
+  return Tokenizer::Create(std::move(vocab), tokenizer, options);
+}
+
+// "true" or "false" (and "none" where allowed) into *out; false for anything else.
+bool ParseSetting(const std::string& value, bool allow_none, int* out) {
+  if (value == "true") *out = 1;
+  else if (value == "false") *out = 0;
+  else if (allow_none && value == "none") *out = -1;
+  else return false;
+  return true;
 }
 
 void WriteJson(FILE* out, const Encoding& encoding) {
@@ -130,10 +144,25 @@ int RunTokenize(int argc, char** argv) {
   bool have_text = false;
   Mode mode = Mode::kPlain;
   int32_t max_length = Tokenizer::kDefaultMaxLength;
+  TokenizerOptions options;
+  bool settings_given = false;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
-    if (arg == "--vocab" || arg == "--model" || arg == "--max-length") {
+    if (arg == "--do-lower-case" || arg == "--strip-accents" || arg == "--tokenize-chinese-chars") {
+      if (!has_value) return UsageError(arg + " needs a value");
+      const std::string value = argv[++i];
+      const bool accents = arg == "--strip-accents";
+      int setting = 0;
+      if (!ParseSetting(value, accents, &setting)) {
+        return UsageError(arg + " takes true or false" + (accents ? " or none" : "") + ", got '" + value + "'");
+      }
+      if (arg == "--do-lower-case") options.lowercase = setting == 1;
+      else if (arg == "--tokenize-chinese-chars") options.split_chinese_chars = setting == 1;
+      else options.accents = setting < 0 ? TokenizerOptions::Accents::kFollowLowercase
+                             : setting ? TokenizerOptions::Accents::kStrip : TokenizerOptions::Accents::kKeep;
+      settings_given = true;
+    } else if (arg == "--vocab" || arg == "--model" || arg == "--max-length") {
       if (!has_value) return UsageError(arg + " needs a value");
       const std::string value = argv[++i];
       if (arg == "--vocab") {
@@ -166,6 +195,9 @@ int RunTokenize(int argc, char** argv) {
   if (vocab_path.empty() == model_path.empty()) {
     return UsageError("give exactly one of --vocab FILE (model_data/vocab.txt) or --model FILE");
   }
+  if (settings_given && !model_path.empty()) {
+    return UsageError("--do-lower-case, --strip-accents and --tokenize-chinese-chars go with --vocab; a model file's tokenizer is the uncased one");
+  }
   const bool batch = mode == Mode::kLines || mode == Mode::kBatchHex;
   if (batch && have_text) return UsageError("--lines reads standard input; drop the TEXT argument");
   if (!batch && !have_text) return UsageError("missing TEXT (or '-' to read standard input)");
@@ -173,7 +205,7 @@ int RunTokenize(int argc, char** argv) {
   // Standard input is read only through std::cin and output written only through stdio.
   std::ios::sync_with_stdio(false);
   Tokenizer tokenizer;
-  Status status = LoadTokenizer(vocab_path, model_path, &tokenizer);
+  Status status = LoadTokenizer(vocab_path, model_path, options, &tokenizer);
   if (!status.ok()) {
     std::fprintf(stderr, "attention-cli tokenize: %s\n", Printable(status.message()).c_str());
     return 1;

@@ -20,13 +20,22 @@
 //   - the second lower() is skipped: once every code point is lowercased, NFC cannot compose
 //     a character that lower() would change.
 //
+// Other settings (TokenizerOptions, from a checkpoint's tokenizer_config.json): without
+// do_lower_case step 1 and the lower() of step 4 are left out; strip_accents=false keeps the
+// accents (step 4 is then only the punctuation split) and strip_accents=true strips them
+// without lowercasing; tokenize_chinese_chars=false leaves out the spaces around CJK
+// ideographs. Where accents are kept, a word is brought to NFC as step 3 does: NFD (Decompose,
+// CanonicalOrder) then canonical composition (CanonicalCompose), which is NFC per word, and
+// NFC of the whole text since words are separated by starters that nothing composes with.
+//
 // Offsets. Every character produced along the way remembers the index of the input code point
 // it came from (lowercasing and decomposition may turn one code point into several; all of
 // them keep its index). A piece spans [first, last + 1) over the indices its characters came
 // from. Characters that are dropped (controls, stripped combining marks, whitespace) belong to
 // no piece, so an accent typed as a separate combining mark after a word's last letter lies
-// just outside that word's span. An [UNK] spans its whole word. Because NFC is never applied,
-// no character ever stands for two input code points.
+// just outside that word's span. An [UNK] spans its whole word. Where accents are kept, NFC
+// may compose a character from several input code points ("e" and U+0301 typed apart make
+// "é"); it then remembers the first and the last of them.
 #include "core/tokenizer.h"
 
 #include <algorithm>
@@ -118,8 +127,9 @@ int32_t Vocab::Find(std::string_view piece) const {
 // ---------------------------------------------------------------------------------------
 // Tokenizer
 
-Status Tokenizer::Create(Vocab vocab, Tokenizer* out) {
+Status Tokenizer::Create(Vocab vocab, Tokenizer* out, TokenizerOptions options) {
   Tokenizer tokenizer;
+  tokenizer.options_ = options;
   struct Special {
     const char* text;
     int32_t* id;
@@ -144,6 +154,12 @@ Status Tokenizer::Create(Vocab vocab, Tokenizer* out) {
 // Runs the pipeline over one text, appending pieces. One instance per call: its buffers are
 // reused from word to word so that the per-character work allocates nothing.
 class Tokenizer::Splitter {
+  // The first and the last input code point a character came from (the same one, unless NFC
+  // composed it from several).
+  struct Origin {
+    int32_t first, last;
+  };
+
  public:
   Splitter(const Tokenizer& tokenizer, std::vector<Piece>* pieces)
       : tokenizer_(tokenizer), pieces_(pieces) {}
@@ -162,9 +178,13 @@ class Tokenizer::Splitter {
           continue;
         }
       }
-      char32_t lowered[3];
-      const int count = unicode::ToLower(text_[i], lowered);
-      for (int k = 0; k < count; ++k) Clean(lowered[k], Index(i));
+      if (tokenizer_.options_.lowercase) {
+        char32_t lowered[3];
+        const int count = unicode::ToLower(text_[i], lowered);
+        for (int k = 0; k < count; ++k) Clean(lowered[k], Index(i));
+      } else {
+        Clean(text_[i], Index(i));
+      }
       ++i;
     }
     EndWord();
@@ -185,14 +205,14 @@ class Tokenizer::Splitter {
     return 0;
   }
 
-  // _clean_text, the CJK split and the whitespace split for one lowercased character.
+  // _clean_text, the CJK split and the whitespace split for one (lowercased) character.
   void Clean(char32_t c, int32_t origin) {
     if (c < 0x80) {
       if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
         EndWord();
       } else if (c >= 0x20 && c != 0x7F) {
         word_.push_back(c);
-        word_origin_.push_back(origin);
+        word_origin_.push_back({origin, origin});
       }
       return;
     }
@@ -201,14 +221,15 @@ class Tokenizer::Splitter {
       EndWord();
       return;
     }
-    const bool cjk = unicode::IsCjkIdeograph(c);
+    const bool cjk = tokenizer_.options_.split_chinese_chars && unicode::IsCjkIdeograph(c);
     if (cjk) EndWord();
     word_.push_back(c);
-    word_origin_.push_back(origin);
+    word_origin_.push_back({origin, origin});
     if (cjk) EndWord();
   }
 
-  // A whitespace-delimited word is complete: NFD, accent stripping, punctuation split.
+  // A whitespace-delimited word is complete: NFD, then accent stripping or NFC, punctuation
+  // split.
   void EndWord() {
     if (word_.empty()) return;
     normalized_.clear();
@@ -227,16 +248,23 @@ class Tokenizer::Splitter {
     word_origin_.clear();
     if (reorder) unicode::CanonicalOrder(&normalized_, &normalized_origin_);
 
-    size_t kept = 0;  // accent stripping, in place
-    for (size_t k = 0; k < normalized_.size(); ++k) {
-      const char32_t c = normalized_[k];
-      if (c >= 0x300 && unicode::GetCategory(c) == unicode::Category::Mn) continue;
-      normalized_[kept] = c;
-      normalized_origin_[kept] = normalized_origin_[k];
-      ++kept;
+    if (tokenizer_.options_.strips_accents()) {
+      size_t kept = 0;  // accent stripping, in place
+      for (size_t k = 0; k < normalized_.size(); ++k) {
+        const char32_t c = normalized_[k];
+        if (c >= 0x300 && unicode::GetCategory(c) == unicode::Category::Mn) continue;
+        normalized_[kept] = c;
+        normalized_origin_[kept] = normalized_origin_[k];
+        ++kept;
+      }
+      normalized_.resize(kept);
+      normalized_origin_.resize(kept);
+    } else {
+      unicode::CanonicalCompose(&normalized_, &normalized_origin_, [](Origin a, Origin b) {
+        return Origin{std::min(a.first, b.first), std::max(a.last, b.last)};
+      });
     }
-    normalized_.resize(kept);
-    normalized_origin_.resize(kept);
+    const size_t kept = normalized_.size();
 
     size_t begin = 0;
     for (size_t k = 0; k < kept; ++k) {
@@ -297,10 +325,14 @@ class Tokenizer::Splitter {
   // Canonical reordering can move a character past one from a later input code point, so the
   // span is the minimum and maximum, not the first and last.
   int32_t SpanStart(size_t begin, size_t end) const {
-    return *std::min_element(normalized_origin_.begin() + begin, normalized_origin_.begin() + end);
+    int32_t first = normalized_origin_[begin].first;
+    for (size_t k = begin + 1; k < end; ++k) first = std::min(first, normalized_origin_[k].first);
+    return first;
   }
   int32_t SpanEnd(size_t begin, size_t end) const {
-    return *std::max_element(normalized_origin_.begin() + begin, normalized_origin_.begin() + end) + 1;
+    int32_t last = normalized_origin_[begin].last;
+    for (size_t k = begin + 1; k < end; ++k) last = std::max(last, normalized_origin_[k].last);
+    return last + 1;
   }
 
   const Tokenizer& tokenizer_;
@@ -309,9 +341,9 @@ class Tokenizer::Splitter {
   int32_t special_id_ = -1;
   std::vector<char32_t> text_;             // (n) the decoded input
   std::vector<char32_t> word_;             // the current whitespace-delimited word
-  std::vector<int32_t> word_origin_;       // (word_.size()) input index of each character
-  std::vector<char32_t> normalized_;       // the word after NFD and accent stripping
-  std::vector<int32_t> normalized_origin_; // (normalized_.size())
+  std::vector<Origin> word_origin_;        // (word_.size()) input index of each character
+  std::vector<char32_t> normalized_;       // the word after NFD and accent stripping (or NFC)
+  std::vector<Origin> normalized_origin_;  // (normalized_.size())
   std::string bytes_;                      // UTF-8 of one punctuation-split word
   std::vector<size_t> byte_offset_;        // (characters + 1) offsets into bytes_
   std::string key_;                        // the vocabulary candidate being looked up

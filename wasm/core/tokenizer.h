@@ -1,5 +1,5 @@
-// WordPiece tokenizer with the semantics of Hugging Face's Python BertTokenizer
-// (do_lower_case=True, tokenize_chinese_chars=True, strip_accents following lowercase).
+// WordPiece tokenizer with the semantics of Hugging Face's Python BertTokenizer, for uncased
+// vocabularies (do_lower_case=True, the default) and cased ones (TokenizerOptions).
 #pragma once
 
 #include <cstdint>
@@ -18,8 +18,10 @@ namespace attn {
 // and word = -1. word is the index of the whitespace/punctuation-split word the piece came
 // from, so WordPieces of one word share it. A piece spans from the first to the last input
 // code point its characters came from (a code point that lowercasing or NFD expands may feed
-// several pieces); dropped characters (controls, stripped combining marks) belong to no
-// piece; an [UNK] spans its whole word. Invalid UTF-8 counts one code point per U+FFFD.
+// several pieces; a character NFC composed from several input code points, when accents are
+// kept, comes from all of them); dropped characters (controls, stripped combining marks)
+// belong to no piece; an [UNK] spans its whole word. Invalid UTF-8 counts one code point per
+// U+FFFD.
 struct Token {
   int32_t id = 0;
   std::string text;  // the vocabulary piece, e.g. "##ing"
@@ -32,6 +34,23 @@ struct Encoding {
   std::vector<Token> tokens;   // [CLS] ... [SEP]
   bool truncated = false;      // true when the text needed more than max_length positions
   int32_t full_length = 0;     // positions the whole text would need, with [CLS] and [SEP]
+};
+
+// The settings of Hugging Face's BertTokenizer that change what it makes of a text, as a
+// checkpoint's tokenizer_config.json states them. The defaults are bert-base-uncased's.
+struct TokenizerOptions {
+  // strip_accents: null (follow do_lower_case), true, false.
+  enum class Accents : uint8_t { kFollowLowercase = 0, kStrip = 1, kKeep = 2 };
+
+  bool lowercase = true;                           // do_lower_case
+  Accents accents = Accents::kFollowLowercase;     // strip_accents
+  bool split_chinese_chars = true;                 // tokenize_chinese_chars
+
+  // BasicTokenizer strips accents (NFD, then drops Mn) when it lowercases and strip_accents is
+  // not false, or when strip_accents is true; otherwise a word keeps its NFC form.
+  bool strips_accents() const {
+    return accents == Accents::kStrip || (lowercase && accents == Accents::kFollowLowercase);
+  }
 };
 
 class Vocab {
@@ -63,7 +82,7 @@ class Tokenizer {
   static constexpr int32_t kMaxCharsPerWord = 100;
 
   // Fails when the vocabulary lacks [CLS], [SEP], [UNK], [PAD] or [MASK].
-  static Status Create(Vocab vocab, Tokenizer* out);
+  static Status Create(Vocab vocab, Tokenizer* out, TokenizerOptions options = {});
 
   // Any bytes are accepted; invalid UTF-8 becomes U+FFFD (and is then cleaned away).
   // The result always holds [CLS] and [SEP]; when the text needs more than max_length
@@ -75,6 +94,7 @@ class Tokenizer {
   void EncodeIds(std::string_view utf8, std::vector<int32_t>* ids) const;
 
   const Vocab& vocab() const { return vocab_; }
+  const TokenizerOptions& options() const { return options_; }
   int32_t cls_id() const { return cls_id_; }
   int32_t sep_id() const { return sep_id_; }
   int32_t unk_id() const { return unk_id_; }
@@ -90,6 +110,7 @@ class Tokenizer {
   void Split(std::string_view utf8, std::vector<Piece>* pieces) const;
 
   Vocab vocab_;
+  TokenizerOptions options_;
   // Special tokens typed in the text, matched with exact case: (code points, id).
   std::vector<std::pair<std::u32string, int32_t>> typed_specials_;
   int32_t cls_id_ = -1, sep_id_ = -1, unk_id_ = -1, pad_id_ = -1, mask_id_ = -1;

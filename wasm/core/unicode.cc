@@ -1,6 +1,7 @@
 #include "core/unicode.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace attn::unicode {
 namespace {
@@ -72,6 +73,23 @@ int Decompose(char32_t cp, char32_t out[kMaxDecompositionLength]) {
   }
   for (int i = 0; i < row->length; ++i) out[i] = kDecompositionPool[row->offset + i];
   return row->length;
+}
+
+char32_t Compose(char32_t first, char32_t second) {
+  // Hangul: L + V makes an LV syllable, LV + T an LVT syllable.
+  if (first >= kLBase && first < kLBase + 19 && second >= kVBase && second < kVBase + kVCount) {
+    return kSBase + ((first - kLBase) * kVCount + (second - kVBase)) * kTCount;
+  }
+  if (first >= kSBase && first < kSBase + kSCount && (first - kSBase) % kTCount == 0 &&
+      second > kTBase && second < kTBase + kTCount) {
+    return first + (second - kTBase);
+  }
+  const Composition* it = std::lower_bound(
+      std::begin(kCompositions), std::end(kCompositions), std::make_pair(first, second),
+      [](const Composition& row, const std::pair<char32_t, char32_t>& key) {
+        return row.first != key.first ? row.first < key.first : row.second < key.second;
+      });
+  return (it != std::end(kCompositions) && it->first == first && it->second == second) ? it->composite : 0;
 }
 
 bool IsBertControl(char32_t cp) {

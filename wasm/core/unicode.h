@@ -65,6 +65,44 @@ void CanonicalOrder(std::vector<char32_t>* code_points, std::vector<Payload>* pa
   }
 }
 
+// Canonical composition of two code points (UAX #15): the primary composite they form (the
+// kCompositions table) or the Hangul syllable an L+V or LV+T pair forms; 0 when they do not
+// compose.
+char32_t Compose(char32_t first, char32_t second);
+
+// The canonical composition step of NFC, in place, over code points in canonical order (the
+// output of Decompose and CanonicalOrder), with something that travels with each one: a
+// character that composes into the last starter before it is removed, unless a character
+// between them has a class of 0 or at least its own (it is then blocked), and merge(starter's
+// payload, its payload) becomes the composite's. NFD followed by this is NFC.
+template <typename Payload, typename Merge>
+void CanonicalCompose(std::vector<char32_t>* code_points, std::vector<Payload>* payload, Merge merge) {
+  std::vector<char32_t>& cps = *code_points;
+  std::vector<Payload>& carried = *payload;
+  if (cps.empty()) return;
+  size_t starter = 0;
+  // 256: a sequence that opens with a non-starter has no starter for anything to compose into.
+  int last_class = CombiningClass(cps[0]) == 0 ? 0 : 256;
+  size_t kept = 1;
+  for (size_t i = 1; i < cps.size(); ++i) {
+    const char32_t c = cps[i];
+    const int cls = CombiningClass(c);
+    const char32_t composite = last_class < 256 ? Compose(cps[starter], c) : 0;
+    if (composite != 0 && (last_class < cls || last_class == 0)) {
+      cps[starter] = composite;
+      carried[starter] = merge(carried[starter], carried[i]);
+      continue;
+    }
+    if (cls == 0) starter = kept;
+    last_class = cls;
+    cps[kept] = c;
+    carried[kept] = carried[i];
+    ++kept;
+  }
+  cps.resize(kept);
+  carried.resize(kept);
+}
+
 // Hugging Face's BasicTokenizer character classes (tokenization_bert.py):
 // _is_control: category C* except tab, newline and carriage return. Unassigned code points
 // (Cn) and private use (Co) count, so they are dropped.

@@ -54,6 +54,11 @@ struct Decomposition {
   uint8_t length;
 };
 
+struct Composition {
+  char32_t first, second;  // a starter and the code point canonical composition joins to it
+  char32_t composite;
+};
+
 struct CombiningClassRun {
   char32_t first, last;
   uint8_t combining_class;
@@ -67,5 +72,6 @@ extern const LowercaseMapping kLowercase[1433];  // sorted by code_point; Python
 extern const Decomposition kDecompositions[2061];  // sorted; full canonical, without Hangul
 extern const char32_t kDecompositionPool[3406];
 extern const CombiningClassRun kCombiningClasses[388];  // sorted, non-zero classes only
+extern const Composition kCompositions[941];  // sorted by (first, second); without Hangul
 
 }  // namespace attn::unicode
