@@ -120,7 +120,9 @@ def write_hf_folder(model, out_dir, use_safetensors=False):
     with open(os.path.join(out_dir, "vocab.txt"), "wb") as f:
         f.write(model.vocab)
     with open(os.path.join(out_dir, "tokenizer_config.json"), "w", encoding="utf-8") as f:
-        json.dump({"tokenizer_class": "BertTokenizer", "do_lower_case": True,
+        t = model.tokenizer
+        json.dump({"tokenizer_class": "BertTokenizer", "do_lower_case": t.do_lower_case,
+                   "strip_accents": t.strip_accents, "tokenize_chinese_chars": t.tokenize_chinese_chars,
                    "model_max_length": model.config.max_position_embeddings}, f, indent=2)
         f.write("\n")
     state = hf_state_dict(model)
@@ -246,15 +248,36 @@ def read_vocab(hf_dir):
     return vocab, path
 
 
-def check_tokenizer(hf_dir):
+# The special tokens the engine's tokenizer finds in the vocabulary by these texts.
+SPECIAL_TOKENS = {"cls_token": "[CLS]", "sep_token": "[SEP]", "unk_token": "[UNK]",
+                  "pad_token": "[PAD]", "mask_token": "[MASK]"}
+
+
+def read_tokenizer(hf_dir):
+    """The checkpoint's tokenizer settings (modelfile.TokenizerSettings) from its
+    tokenizer_config.json; without one, BertTokenizer's defaults (uncased). Refused: a tokenizer
+    that is not BERT's WordPiece, and special tokens other than BERT's."""
     path = os.path.join(hf_dir, "tokenizer_config.json")
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            settings = json.load(f)
-        if settings.get("do_lower_case") is False:
-            raise ConversionError(
-                f"{path}: do_lower_case is false; the project's tokenizer is the uncased "
-                f"BERT tokenizer, so a cased model would get wrong token ids")
+    if not os.path.exists(path):
+        return modelfile.TokenizerSettings()
+    with open(path, encoding="utf-8") as f:
+        settings = json.load(f)
+    if not isinstance(settings, dict):
+        raise ConversionError(f"{path}: not a JSON object")
+    kind = settings.get("tokenizer_class")
+    if kind is not None and kind not in ("BertTokenizer", "BertTokenizerFast"):
+        raise ConversionError(f"{path}: tokenizer_class is {kind!r}; this engine has BERT's WordPiece "
+                              f"tokenizer only (BertTokenizer)")
+    for key, text in SPECIAL_TOKENS.items():
+        value = settings.get(key, text)
+        if isinstance(value, dict):  # {"content": "[CLS]", ...}, as newer transformers write it
+            value = value.get("content")
+        if value != text:
+            raise ConversionError(f"{path}: {key} is {value!r}; this engine's tokenizer uses {text}")
+    try:
+        return modelfile.TokenizerSettings.from_config(settings, path)
+    except modelfile.ModelFileError as e:
+        raise ConversionError(str(e)) from e
 
 
 def model_from_hf(hf_dir, name=None, source=None, extra_provenance=None):
@@ -268,7 +291,7 @@ def model_from_hf(hf_dir, name=None, source=None, extra_provenance=None):
     with open(config_path, encoding="utf-8") as f:
         hf = json.load(f)
     config = config_from_hf(hf, config_path)
-    check_tokenizer(hf_dir)
+    tokenizer = read_tokenizer(hf_dir)
     vocab, vocab_path = read_vocab(hf_dir)
     state, weights_path = load_hf_weights(hf_dir)
     weights, dropped = bert_model_weights(state, weights_path)
@@ -320,7 +343,7 @@ def model_from_hf(hf_dir, name=None, source=None, extra_provenance=None):
             record["derived_from"] = {"name": recorded.get("name"),
                                       "provenance": json.loads(recorded.get("provenance", "{}"))}
         provenance = json.dumps(record, sort_keys=True)
-    model = modelfile.Model(config, model_name, provenance, vocab, tensors)
+    model = modelfile.Model(config, model_name, provenance, vocab, tensors, tokenizer=tokenizer)
     return model, plan
 
 
@@ -361,7 +384,7 @@ def write_requantized(model, out, plan_text, source, drop_pooler=False):
         tensors = {k: v for k, v in tensors.items() if not k.startswith("pooler.")}
         record["requantized"]["dropped"] = "pooler"
     compact = modelfile.Model(model.config, model.name, json.dumps(record, sort_keys=True),
-                              model.vocab, tensors)
+                              model.vocab, tensors, tokenizer=model.tokenizer)
     return modelfile.write(out, compact, modelfile.parse_plan(plan_text))
 
 

@@ -44,6 +44,10 @@ _HEADER = struct.Struct("<8s9IfII10QQI108x")
 _ENTRY = struct.Struct("<64sII4IQQI20x")
 assert _HEADER.size == HEADER_SIZE and _ENTRY.size == ENTRY_SIZE
 _CRC_OFFSET = 144
+# u32: the tokenizer's settings (TokenizerSettings.word); the header's bytes 148..151 are the
+# split layout's rows per shard (scripts/model/split_model.py), 156.. are reserved.
+TOKENIZER_OFFSET = 152
+RESERVED_FROM = 156
 
 HOW_TO_FIX = ("re-create it with scripts/model/convert_model.py to-attn (or "
               "scripts/reference/make_random_model.py for test models)")
@@ -165,6 +169,45 @@ def optional_groups_present(names):
     return tuple(present)
 
 
+@dataclass(frozen=True)
+class TokenizerSettings:
+    """Hugging Face BertTokenizer's settings that change what it makes of a text, as a
+    checkpoint's tokenizer_config.json gives them; the defaults are bert-base-uncased's. In the
+    file they are one u32 (the header's tokenizer field), zero for the defaults: bit 0 set for
+    do_lower_case false, bits 1-2 strip_accents (0 null, 1 true, 2 false), bit 3 set for
+    tokenize_chinese_chars false."""
+    do_lower_case: bool = True
+    strip_accents: object = None  # None, True or False
+    tokenize_chinese_chars: bool = True
+
+    def word(self):
+        accents = {None: 0, True: 1, False: 2}[self.strip_accents]
+        return (0 if self.do_lower_case else 1) | accents << 1 | (0 if self.tokenize_chinese_chars else 8)
+
+    @classmethod
+    def from_word(cls, word):
+        accents = (word >> 1) & 3
+        if word & ~0xF or accents == 3:
+            raise ModelFileError(f"tokenizer settings {word:#x} (header bytes 152..155) are not a "
+                                 f"combination this format knows (bits 0-3)")
+        return cls(do_lower_case=not word & 1, strip_accents=(None, True, False)[accents],
+                   tokenize_chinese_chars=not word & 8)
+
+    @classmethod
+    def from_config(cls, settings, source):
+        """From a tokenizer_config.json's object; refuses values BertTokenizer would not take."""
+        def flag(key, default, allow_none=False):
+            value = settings.get(key, default)
+            if value is None and allow_none:
+                return None
+            if not isinstance(value, bool):
+                raise ModelFileError(f"{source}: {key} is {value!r}; expected true or false"
+                                     + (" or null" if allow_none else ""))
+            return value
+        return cls(do_lower_case=flag("do_lower_case", True), strip_accents=flag("strip_accents", None, True),
+                   tokenize_chinese_chars=flag("tokenize_chinese_chars", True))
+
+
 @dataclass
 class Model:
     """Everything a model file holds. tensors: name -> float32 array, in file order."""
@@ -176,6 +219,7 @@ class Model:
     # name -> (dtype name, group size), or ("rans", group size, levels); filled by the reader,
     # informative for the writer.
     precision: dict = field(default_factory=dict)
+    tokenizer: TokenizerSettings = field(default_factory=TokenizerSettings)
 
     @property
     def has_pooler(self):
@@ -515,6 +559,7 @@ def serialize(model, plan=None):
         name_offset, len(name_bytes), provenance_offset, len(provenance_bytes),
         vocab_offset, len(model.vocab), table_offset, table_bytes, data_offset, data_bytes,
         file_size, crc)
+    struct.pack_into("<I", out, TOKENIZER_OFFSET, model.tokenizer.word())
     return bytes(out)
 
 
@@ -552,8 +597,12 @@ def parse(buf, source="model file"):
         fail(f"header size {header_size}, expected {HEADER_SIZE}")
     if flags != 0:
         fail(f"flags {flags:#x}, expected 0")
-    if any(buf[148:HEADER_SIZE]):
+    if any(buf[148:TOKENIZER_OFFSET]) or any(buf[RESERVED_FROM:HEADER_SIZE]):
         fail("reserved header bytes are not zero")
+    try:
+        tokenizer = TokenizerSettings.from_word(struct.unpack_from("<I", buf, TOKENIZER_OFFSET)[0])
+    except ModelFileError as e:
+        fail(str(e))
     if file_size != size:
         fail(f"the header says {file_size} bytes but the file has {size}; it is truncated or "
              f"padded; download or convert it again")
@@ -690,7 +739,7 @@ def parse(buf, source="model file"):
         if start < end:
             fail(f"tensors {a} and {b} overlap in the data section")
 
-    return Model(config, name, provenance, vocab, tensors, precision)
+    return Model(config, name, provenance, vocab, tensors, precision, tokenizer)
 
 
 def read(path):

@@ -120,14 +120,17 @@ class _File:
                           if self.flags == 0 else f"flags {self.flags:#x}, expected 0x1")
             if self.rows_per_shard == 0:
                 self.fail("a core file with rows_per_shard 0 (header offset 148)")
-            reserved_from = ROWS_PER_SHARD_OFFSET + 4
+            reserved_from = modelfile.RESERVED_FROM
         else:
             if self.flags == FLAG_SHARDED_WORD_EMBEDDINGS:
                 self.fail("this is a core file (flag bit 0 set: its word-embedding rows are in "
                           "shard files); split takes a single model file; `join` rebuilds one")
             if self.flags != 0:
                 self.fail(f"flags {self.flags:#x}, expected 0")
-            reserved_from = ROWS_PER_SHARD_OFFSET
+            reserved_from = modelfile.RESERVED_FROM
+            if any(buf[ROWS_PER_SHARD_OFFSET:modelfile.TOKENIZER_OFFSET]):
+                self.fail("reserved header bytes are not zero")
+        # Bytes 152..155, the tokenizer's settings, travel with the header (_header_with).
         if any(buf[reserved_from:modelfile.HEADER_SIZE]):
             self.fail("reserved header bytes are not zero")
         if (self.table_len != self.num_tensors * modelfile.ENTRY_SIZE

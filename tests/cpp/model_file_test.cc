@@ -314,6 +314,40 @@ TEST_F(BrokenFileTest, HeaderSizeFlagsAndReserved) {
   bytes = bytes_;
   bytes[200] = 1;
   EXPECT_HAS(LoadError(bytes), "header byte 200 (reserved) is not zero");
+  bytes = bytes_;
+  bytes[156] = 1;
+  EXPECT_HAS(LoadError(bytes), "header byte 156 (reserved) is not zero");
+  for (const uint32_t unknown : {0x10u, 0x6u, 0x80000000u}) {
+    bytes = bytes_;
+    PutU32(&bytes, ModelFileFormat::kTokenizerAt, unknown);
+    EXPECT_HAS(LoadError(bytes), "bytes 152..155 (the tokenizer's settings)");
+  }
+}
+
+// The header's tokenizer field: zero is bert-base-uncased's settings; every known combination
+// reads back as the TokenizerOptions it encodes (the header is outside the CRC, so a test can
+// set it in place).
+TEST_F(BrokenFileTest, TokenizerSettingsFromTheHeader) {
+  using A = TokenizerOptions::Accents;
+  struct Case {
+    uint32_t word;
+    bool lowercase;
+    A accents;
+    bool split;
+  };
+  const Case cases[] = {{0, true, A::kFollowLowercase, true}, {1, false, A::kFollowLowercase, true},
+                        {1 | 2, false, A::kStrip, true}, {4, true, A::kKeep, true},
+                        {8, true, A::kFollowLowercase, false}, {1 | 4 | 8, false, A::kKeep, false}};
+  for (const Case& c : cases) {
+    std::vector<uint8_t> bytes = bytes_;
+    PutU32(&bytes, ModelFileFormat::kTokenizerAt, c.word);
+    std::unique_ptr<Model> model;
+    const Status status = Model::FromBuffer(bytes.data(), bytes.size(), &model);
+    ASSERT_TRUE(status.ok()) << c.word << ": " << status.message();
+    EXPECT_EQ(model->tokenizer_options().lowercase, c.lowercase) << c.word;
+    EXPECT_EQ(model->tokenizer_options().accents, c.accents) << c.word;
+    EXPECT_EQ(model->tokenizer_options().split_chinese_chars, c.split) << c.word;
+  }
 }
 
 TEST_F(BrokenFileTest, ConfigSanity) {

@@ -280,11 +280,24 @@ class RefusalTest(TempDirTest):
                            r"intermediate.dense.weight has shape \[64, 32\], config.json implies "
                            r"\[128, 32\]")
 
-    def test_cased_tokenizer(self):
+    def tokenizer_config(self, settings):
         folder = self.hf_folder(self.state())
         with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
-            json.dump({"do_lower_case": False}, f)
-        self.assertRefused(folder, "do_lower_case is false")
+            json.dump(settings, f)
+        return folder
+
+    def test_tokenizer_that_is_not_bert(self):
+        self.assertRefused(self.tokenizer_config({"tokenizer_class": "XLMRobertaTokenizer"}),
+                           "tokenizer_class is 'XLMRobertaTokenizer'")
+
+    def test_other_special_tokens(self):
+        self.assertRefused(self.tokenizer_config({"unk_token": "<unk>"}), "unk_token is '<unk>'")
+        self.assertRefused(self.tokenizer_config({"mask_token": {"content": "<mask>"}}), "mask_token is '<mask>'")
+
+    def test_tokenizer_setting_of_the_wrong_type(self):
+        self.assertRefused(self.tokenizer_config({"do_lower_case": "no"}), "do_lower_case is 'no'")
+        self.assertRefused(self.tokenizer_config({"strip_accents": 1}), "strip_accents is 1")
+
 
     def test_no_weights(self):
         folder = self.hf_folder(self.state())
@@ -301,6 +314,69 @@ class RefusalTest(TempDirTest):
         self.assertIn("hidden_act is 'gelu_new'", result.stderr)
         self.assertFalse(os.path.exists(self.path("x.attn")))
 
+
+class TokenizerSettingsTest(TempDirTest):
+    """A cased checkpoint's tokenizer settings travel into the model file (its header), out
+    again with to-hf, through split and requantize, and the engine's CLI tokenizes with them."""
+
+    CLI = os.environ.get("ATTN_CLI", os.path.join(ROOT, "build", "native", "attention-cli"))
+
+    def folder_with(self, settings):
+        model = small_model(seed=30)
+        state = {("" if k.startswith("cls.") else "bert.") + k: torch.from_numpy(v.copy())
+                 for k, v in model.tensors.items()}
+        folder = self.hf_folder(state)
+        with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
+            json.dump(settings, f)
+        return folder
+
+    def test_every_setting_round_trips(self):
+        for settings in ({}, {"do_lower_case": False}, {"do_lower_case": False, "strip_accents": True},
+                         {"do_lower_case": True, "strip_accents": False}, {"tokenize_chinese_chars": False},
+                         {"tokenizer_class": "BertTokenizerFast", "do_lower_case": False,
+                          "cls_token": {"content": "[CLS]"}}):
+            expected = modelfile.TokenizerSettings(
+                do_lower_case=settings.get("do_lower_case", True), strip_accents=settings.get("strip_accents"),
+                tokenize_chinese_chars=settings.get("tokenize_chinese_chars", True))
+            out = self.path("m.attn")
+            self.convert("to-attn", self.folder_with(settings), out)
+            self.assertEqual(modelfile.read(out).tokenizer, expected, settings)
+            back = self.path("back")
+            self.convert("to-hf", out, back)
+            with open(os.path.join(back, "tokenizer_config.json")) as f:
+                written = json.load(f)
+            self.assertEqual(modelfile.TokenizerSettings.from_config(written, "to-hf"), expected)
+            compact = self.path("c.attn")
+            convert_model.write_requantized(modelfile.read(out), compact, "*=int8", out)
+            self.assertEqual(modelfile.read(compact).tokenizer, expected)
+        # Zero in the header is the uncased default, so files written before the field existed
+        # read as what they were made for.
+        self.assertEqual(modelfile.TokenizerSettings.from_word(0), modelfile.TokenizerSettings())
+        with self.assertRaisesRegex(modelfile.ModelFileError, "not a combination"):
+            modelfile.TokenizerSettings.from_word(6)
+
+    def test_the_engine_tokenizes_with_the_files_settings(self):
+        if not os.access(self.CLI, os.X_OK):
+            self.fail(f"{self.CLI} is missing: build it with `cmake --build --preset native -j 2`")
+        ids = {}
+        for label, settings in (("uncased", {}), ("cased", {"do_lower_case": False})):
+            out = self.path(f"{label}.attn")
+            self.convert("to-attn", self.folder_with(settings), out)
+            result = subprocess.run([self.CLI, "tokenize", "--model", out, "--json", "Hello Caf\u00e9"],
+                                    capture_output=True, text=True, check=True)
+            ids[label] = [t["text"] for t in json.loads(result.stdout)["tokens"]]
+        # The uncased vocabulary has "hello" and "cafe"; cased, "Hello" and "Café" are not in it.
+        self.assertEqual(ids["uncased"], ["[CLS]", "hello", "cafe", "[SEP]"])
+        self.assertEqual(ids["cased"], ["[CLS]", "[UNK]", "[UNK]", "[SEP]"])
+        # A header field this format does not know is refused by the engine, with its bytes.
+        data = bytearray(open(self.path("cased.attn"), "rb").read())
+        struct.pack_into("<I", data, modelfile.TOKENIZER_OFFSET, 0x10)
+        bad = self.path("bad.attn")
+        with open(bad, "wb") as f:
+            f.write(data)
+        result = subprocess.run([self.CLI, "tokenize", "--model", bad, "x"], capture_output=True, text=True)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("152..155", result.stderr)
 
 class SafetensorsTest(TempDirTest):
     def test_layout_is_length_header_then_data(self):

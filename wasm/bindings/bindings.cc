@@ -81,6 +81,14 @@ class Engine {
     info.set("intermediate", config.intermediate_size);
     info.set("max_positions", config.max_position_embeddings);
     info.set("has_masked_lm_head", model.weights().has_masked_lm_head);
+    // The tokenizer's settings, as BertTokenizer names them (strip_accents: null, true, false).
+    const attn::TokenizerOptions& t = model.tokenizer_options();
+    val tokenizer = val::object();
+    tokenizer.set("do_lower_case", t.lowercase);
+    tokenizer.set("strip_accents", t.accents == attn::TokenizerOptions::Accents::kFollowLowercase ? val::null()
+                                   : val(t.accents == attn::TokenizerOptions::Accents::kStrip));
+    tokenizer.set("tokenize_chinese_chars", t.split_chinese_chars);
+    info.set("tokenizer", tokenizer);
     info.set("rows_per_shard", model.rows_per_shard());  // 0: a single file
     info.set("shard_count", model.shard_count());
     info.set("loaded_shards", static_cast<double>(model.loaded_shards()));

@@ -4,7 +4,8 @@
 //                          [--do-lower-case B] [--strip-accents B|none] [--tokenize-chinese-chars B] TEXT|-
 //
 // The last three are BertTokenizer's settings of those names (B: true or false), for a
-// vocabulary file; their defaults are bert-base-uncased's (true, none, true).
+// vocabulary file; their defaults are bert-base-uncased's (true, none, true). A model file
+// brings its own (its header's tokenizer field).
 // Plain output is one token per line: id, piece, start, end, word (tab-separated). --json
 // prints {"tokens": [{"id","text","start","end","word"}, ...], "truncated", "full_length"}.
 // --lines tokenizes a corpus: every line of standard input is one text, and every output line
@@ -59,6 +60,7 @@ Status LoadTokenizer(const std::string& vocab_path, const std::string& model_pat
       return Status::Error("model file '" + model_path + "' has a corrupt vocabulary: " +
                            status.message());
     }
+    return Tokenizer::Create(std::move(vocab), tokenizer, model->tokenizer_options());
   } else {
     Status status = Vocab::FromFile(vocab_path, &vocab);
     if (!status.ok()) return status;
@@ -196,7 +198,7 @@ int RunTokenize(int argc, char** argv) {
     return UsageError("give exactly one of --vocab FILE (model_data/vocab.txt) or --model FILE");
   }
   if (settings_given && !model_path.empty()) {
-    return UsageError("--do-lower-case, --strip-accents and --tokenize-chinese-chars go with --vocab; a model file's tokenizer is the uncased one");
+    return UsageError("--do-lower-case, --strip-accents and --tokenize-chinese-chars go with --vocab; a model file states its own");
   }
   const bool batch = mode == Mode::kLines || mode == Mode::kBatchHex;
   if (batch && have_text) return UsageError("--lines reads standard input; drop the TEXT argument");

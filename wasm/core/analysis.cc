@@ -271,7 +271,7 @@ Status LoadedModel::FromModel(std::unique_ptr<Model> model, std::unique_ptr<Load
   Status status = Vocab::FromText(model->vocab_text(), &vocab);
   if (!status.ok()) return status;
   std::unique_ptr<LoadedModel> loaded(new LoadedModel());
-  status = Tokenizer::Create(std::move(vocab), &loaded->tokenizer_);
+  status = Tokenizer::Create(std::move(vocab), &loaded->tokenizer_, model->tokenizer_options());
   if (!status.ok()) return status;
   loaded->model_ = std::move(model);
   // A model whose longest sentence could not be analysed is refused now, not on the reader's

@@ -291,6 +291,7 @@ struct Header {
   uint32_t num_tensors = 0;
   uint32_t crc = 0;
   uint32_t rows_per_shard = 0;  // nonzero: a core file of the split layout
+  TokenizerOptions tokenizer;
   Section sections[ModelFileFormat::kSectionCount];
 };
 
@@ -346,6 +347,16 @@ Status ParseHeader(const uint8_t* data, size_t size, Header* h) {
     return Status::Error("model file header bytes 148..151 (rows per shard) are " +
                          Num(h->rows_per_shard) + ", expected 0 in a single file" + kCopyAgain);
   }
+  const uint32_t tokenizer = ReadU32(data + F::kTokenizerAt);
+  const uint32_t accents = (tokenizer & F::kTokenizerAccentsMask) >> F::kTokenizerAccentsShift;
+  if ((tokenizer & ~F::kTokenizerKnownBits) != 0 || accents > 2) {
+    return Status::Error("model file header bytes 152..155 (the tokenizer's settings) are " +
+                         Num(tokenizer) + ", not a combination this engine knows (bits 0-3)" +
+                         kCopyAgain);
+  }
+  h->tokenizer.lowercase = (tokenizer & F::kTokenizerCased) == 0;
+  h->tokenizer.accents = static_cast<TokenizerOptions::Accents>(accents);
+  h->tokenizer.split_chinese_chars = (tokenizer & F::kTokenizerWholeCjk) == 0;
   for (uint32_t i = F::kReservedAt; i < F::kHeaderBytes; ++i) {
     if (data[i] != 0) {
       return Status::Error("model file header byte " + Num(i) +
@@ -602,6 +613,7 @@ Status Model::FromBuffer(const uint8_t* data, size_t size, std::unique_ptr<Model
     return std::string(reinterpret_cast<const char*>(data + s.offset), static_cast<size_t>(s.bytes));
   };
   model->config_ = header.config;
+  model->tokenizer_options_ = header.tokenizer;
   model->name_ = text(header.sections[kName]);
   model->provenance_ = text(header.sections[kProvenance]);
   model->vocab_text_ = text(header.sections[kVocabulary]);

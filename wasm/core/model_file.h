@@ -13,6 +13,7 @@
 #include "core/rans.h"
 #include "core/status.h"
 #include "core/tensor_table.h"
+#include "core/tokenizer.h"
 
 namespace attn {
 
@@ -39,7 +40,17 @@ struct ModelFileFormat {
   static constexpr uint32_t kFileBytesAt = 136;  // u64
   static constexpr uint32_t kCrcAt = 144;        // u32, CRC-32 of bytes [kHeaderBytes, end)
   static constexpr uint32_t kRowsPerShardAt = 148;  // u32: R with kFlagShardedWordEmbeddings, else 0
-  static constexpr uint32_t kReservedAt = 152;   // zero to kHeaderBytes
+  static constexpr uint32_t kTokenizerAt = 152;  // u32: kTokenizer* bits; 0 is bert-base-uncased's
+  static constexpr uint32_t kReservedAt = 156;   // zero to kHeaderBytes
+
+  // The tokenizer's settings (Hugging Face's BertTokenizer; TokenizerOptions): zero in every
+  // field is do_lower_case true, strip_accents null, tokenize_chinese_chars true, so a file
+  // written before these bits existed reads as the uncased tokenizer it was made for.
+  static constexpr uint32_t kTokenizerCased = 1;             // do_lower_case false
+  static constexpr uint32_t kTokenizerAccentsShift = 1;      // 2 bits: 0 null, 1 true, 2 false
+  static constexpr uint32_t kTokenizerAccentsMask = 3u << 1;
+  static constexpr uint32_t kTokenizerWholeCjk = 1u << 3;    // tokenize_chinese_chars false
+  static constexpr uint32_t kTokenizerKnownBits = 0xF;
 
   // A core file of the split layout: the word-embedding rows live in shard files of R rows
   // (ShardFileFormat); the table's entry holds only its rans header (levels, lanes, frequencies).
@@ -61,7 +72,8 @@ static_assert(ModelFileFormat::kSectionsAt + ModelFileFormat::kSectionCount * 16
                   ModelFileFormat::kFileBytesAt,
               "five sections of two u64 each");
 static_assert(ModelFileFormat::kCrcAt + 4 == ModelFileFormat::kRowsPerShardAt, "");
-static_assert(ModelFileFormat::kRowsPerShardAt + 4 == ModelFileFormat::kReservedAt, "");
+static_assert(ModelFileFormat::kRowsPerShardAt + 4 == ModelFileFormat::kTokenizerAt, "");
+static_assert(ModelFileFormat::kTokenizerAt + 4 == ModelFileFormat::kReservedAt, "");
 static_assert(ModelFileFormat::kReservedAt < ModelFileFormat::kHeaderBytes, "");
 static_assert(ModelFileFormat::kEntryNameAt + ModelFileFormat::kTensorNameBytes ==
                   ModelFileFormat::kEntryDTypeAt, "");
@@ -185,6 +197,8 @@ class Model {
   const std::string& name() const { return name_; }
   const std::string& provenance() const { return provenance_; }  // a JSON object
   const std::string& vocab_text() const { return vocab_text_; }  // vocab.txt content
+  // The settings the vocabulary is tokenized with (the header's tokenizer field).
+  const TokenizerOptions& tokenizer_options() const { return tokenizer_options_; }
   const Weights& weights() const { return weights_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }  // file order
   // The dtypes present in the file, joined by '+' in the order f32, f16, int8, rans:
@@ -235,6 +249,7 @@ class Model {
                                     uint32_t rows_per_shard, float* values);
 
   ModelConfig config_;
+  TokenizerOptions tokenizer_options_;
   std::string name_, provenance_, vocab_text_, precision_;
   uint64_t file_bytes_ = 0;
   uint32_t crc32_ = 0;
