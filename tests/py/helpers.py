@@ -6,6 +6,7 @@ from there, `/usr/bin/python3 -m unittest discover -s tests/py` (scripts/test.sh
 
 import os
 import struct
+import unicodedata
 import unittest
 import zlib
 
@@ -97,3 +98,32 @@ def requires_input(path, how, executable=False):
         cls.setUp = setUp
         return cls
     return decorate
+
+
+def cased_vocabulary(uncased_lines):
+    """A cased WordPiece vocabulary: the uncased one, then the capitalised and upper-case forms
+    of its first 12,000 alphabetic entries (as words and as ## continuations), every letter of
+    Latin, Greek, Cyrillic and Hangul blocks that NFC keeps as one character (alone and as a
+    continuation), and some accented words in NFC."""
+    out, seen = list(uncased_lines), set(uncased_lines)
+
+    def add(piece):
+        if piece not in seen:
+            seen.add(piece)
+            out.append(piece)
+
+    for entry in uncased_lines[:12000]:
+        prefix, core = ("##", entry[2:]) if entry.startswith("##") else ("", entry)
+        if core.isalpha():
+            add(prefix + core.capitalize())
+            add(prefix + core.upper())
+    blocks = [range(0xC0, 0x250), range(0x370, 0x500), range(0x1E00, 0x2000), range(0xAC00, 0xAC00 + 600)]
+    for cp in (c for block in blocks for c in block):
+        ch = chr(cp)
+        if unicodedata.category(ch).startswith("L") and unicodedata.normalize("NFC", ch) == ch:
+            add(ch)
+            add("##" + ch)
+    for word in ["Café", "café", "naïve", "Ångström", "Zürich", "São", "résumé", "Straße", "İstanbul",
+                 "Σίσυφος", "Москва", "Ёлка", "한국어", "crème", "brûlée", "Łódź", "Việt"]:
+        add(unicodedata.normalize("NFC", word))
+    return out

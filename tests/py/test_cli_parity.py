@@ -6,6 +6,7 @@ the C++ parity test's job (tests/cpp, fixtures from scripts/reference/make_test_
 Needs the native build (scripts/build.sh native) and fails without it (ATTN_ALLOW_SKIP=1 skips);
 set ATTN_CLI to use another binary."""
 
+import dataclasses
 import json
 import os
 import shutil
@@ -16,7 +17,8 @@ import unittest
 import numpy as np
 import torch
 
-from helpers import ROOT, requires_input, small_model
+from bert_reference import BertReference
+from helpers import cased_vocabulary, ROOT, requires_input, small_model
 from scripts.model import modelfile
 from scripts.reference import make_random_model, reference_bert
 
@@ -71,6 +73,37 @@ class CliParityTest(unittest.TestCase):
 class CliAblationTest(unittest.TestCase):
     """`analyze --ablate L.H,... --hidden` against the reference with the same heads removed
     (Hugging Face head_mask semantics), for one head, a whole layer and every head."""
+
+    def test_a_cased_checkpoint(self):
+        """A cased model (do_lower_case false, a cased vocabulary made by helpers.cased_vocabulary):
+        the engine's token ids are the independent Python tokenizer's with the same settings, and
+        its attention the reference's on those ids."""
+        base = small_model(seed=5)
+        lines = cased_vocabulary(base.vocab_entries())
+        config = dataclasses.replace(base.config, vocab_size=len(lines))
+        tensors = make_random_model.random_tensors(config, np.random.default_rng(5))
+        cased = modelfile.TokenizerSettings(do_lower_case=False)
+        model = modelfile.Model(config, "random cased", base.provenance, ("\n".join(lines) + "\n").encode(),
+                                tensors, tokenizer=cased)
+        tmp = tempfile.mkdtemp(prefix="attn_cased_")
+        self.addCleanup(shutil.rmtree, tmp)
+        path = os.path.join(tmp, "cased.attn")
+        modelfile.write(path, model)
+        text = "Hello WORLD: Café in São Paulo, Cafe\u0301 again (naïve Ångström) \u1112\u1161\u11ab"
+        result = subprocess.run([CLI, "analyze", "--model", path, "--json", text],
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        out = json.loads(result.stdout)
+        ids = [token["id"] for token in out["tokens"]]
+        reference_ids = BertReference(lines, do_lower_case=False).encode(text)
+        self.assertEqual(ids, reference_ids)
+        self.assertNotEqual(ids, BertReference(lines).encode(text), "the cased ids are the uncased ones")
+        self.assertEqual(sum(1 for t in out["tokens"] if t["text"] == "Café"), 2)
+        weights = {k: torch.from_numpy(v) for k, v in modelfile.read(path).tensors.items()}
+        _, attention = reference_bert.forward(dict(config.__dict__), weights, ids)
+        diff = np.abs(np.array(out["attention"]) - attention).max()
+        print(f"\n  cased ({len(lines)} entries, {len(ids)} tokens): C++ vs reference attention max |diff| {diff:.2e}", end="")
+        self.assertLessEqual(diff, ATTENTION_TOLERANCE)
 
     def test_removed_heads_match_the_reference(self):
         tmp = tempfile.mkdtemp(prefix="attn_cli_ablate_")

@@ -31,7 +31,7 @@ import unicodedata
 import unittest
 
 from bert_reference import BertReference, SPECIALS
-from helpers import ROOT, require_input
+from helpers import cased_vocabulary, ROOT, require_input
 
 CLI = os.environ.get("ATTN_CLI", os.path.join(ROOT, "build", "native", "attention-cli"))
 VOCAB = os.path.join(ROOT, "model_data", "vocab.txt")
@@ -105,35 +105,6 @@ def cli_settings(settings):
     word = lambda v: "none" if v is None else "true" if v else "false"
     return ["--do-lower-case", word(settings["do_lower_case"]), "--strip-accents", word(settings["strip_accents"]),
             "--tokenize-chinese-chars", word(settings["tokenize_chinese_chars"])]
-
-
-def cased_vocabulary(uncased_lines):
-    """A cased WordPiece vocabulary: the uncased one, then the capitalised and upper-case forms
-    of its first 12,000 alphabetic entries (as words and as ## continuations), every letter of
-    Latin, Greek, Cyrillic and Hangul blocks that NFC keeps as one character (alone and as a
-    continuation), and some accented words in NFC."""
-    out, seen = list(uncased_lines), set(uncased_lines)
-
-    def add(piece):
-        if piece not in seen:
-            seen.add(piece)
-            out.append(piece)
-
-    for entry in uncased_lines[:12000]:
-        prefix, core = ("##", entry[2:]) if entry.startswith("##") else ("", entry)
-        if core.isalpha():
-            add(prefix + core.capitalize())
-            add(prefix + core.upper())
-    blocks = [range(0xC0, 0x250), range(0x370, 0x500), range(0x1E00, 0x2000), range(0xAC00, 0xAC00 + 600)]
-    for cp in (c for block in blocks for c in block):
-        ch = chr(cp)
-        if unicodedata.category(ch).startswith("L") and unicodedata.normalize("NFC", ch) == ch:
-            add(ch)
-            add("##" + ch)
-    for word in ["Café", "café", "naïve", "Ångström", "Zürich", "São", "résumé", "Straße", "İstanbul",
-                 "Σίσυφος", "Москва", "Ёлка", "한국어", "crème", "brûlée", "Łódź", "Việt"]:
-        add(unicodedata.normalize("NFC", word))
-    return out
 
 
 def run_cli(args, stdin, vocab=VOCAB):
