@@ -78,22 +78,27 @@ def read_unicode_data():
     return category, ccc, bidi, decomposition, simple_lower
 
 
+def ucd_data_lines(filename):
+    """The data lines of a UCD file, comments and blank lines left out."""
+    with open(os.path.join(UCD, filename), encoding="utf-8") as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                yield line
+
+
 def read_special_lowercase():
     """Unconditional full lowercase mappings (those without a condition list)."""
     out = {}
-    with open(os.path.join(UCD, "SpecialCasing.txt"), encoding="utf-8") as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if not line:
-                continue
-            fields = [x.strip() for x in line.split(";")]
-            # code; lower; title; upper; [condition_list;]
-            if len(fields) > 5 and fields[4]:
-                continue
-            cp = int(fields[0], 16)
-            lower = [int(x, 16) for x in fields[1].split()]
-            if lower != [cp]:
-                out[cp] = lower
+    for line in ucd_data_lines("SpecialCasing.txt"):
+        fields = [x.strip() for x in line.split(";")]
+        # code; lower; title; upper; [condition_list;]
+        if len(fields) > 5 and fields[4]:
+            continue
+        cp = int(fields[0], 16)
+        lower = [int(x, 16) for x in fields[1].split()]
+        if lower != [cp]:
+            out[cp] = lower
     return out
 
 
@@ -113,13 +118,7 @@ def full_decomposition(cp, decomposition):
 
 
 def read_composition_exclusions():
-    out = set()
-    with open(os.path.join(UCD, "CompositionExclusions.txt"), encoding="utf-8") as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                out.add(int(line, 16))
-    return out
+    return {int(line, 16) for line in ucd_data_lines("CompositionExclusions.txt")}
 
 
 def primary_composites(decomposition, ccc, exclusions):
