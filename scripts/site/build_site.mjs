@@ -57,13 +57,17 @@ for (const path of modelFiles) {
   copyFileSync(path, join(modelsDir, `${name}.attn`));
   models[name] = { file: `${name}.attn`, bytes: bytes.length, sha256: sha256(bytes) };
 }
+// The page's model comes as a family: NAME.attn, the f32 reference, and NAME.compact.attn, the
+// compact file the page loads (scripts/run.sh --model NAME makes it with the precision study).
+// The family is the shipped default's unless --default names another (NAME or NAME.compact).
 // The precision figure compares the compact file with the f32 reference and with the naive plan
 // (int8, one scale per tensor everywhere). The naive file is derived, not committed: written
 // here from the reference by the converter (numpy; about a second), again whenever the
 // reference is newer.
-const REFERENCE = 'explainer-mini';
-const COMPACT = 'explainer-mini.compact';
-const NAIVE = 'explainer-mini.naive';
+const FAMILY = (defaultName ?? 'explainer-mini').replace(/\.compact$/, '');
+const REFERENCE = FAMILY;
+const COMPACT = `${FAMILY}.compact`;
+const NAIVE = `${FAMILY}.naive`;
 const NAIVE_PLAN = '*=int8:tensor';
 if (models[REFERENCE] && models[COMPACT]) {
   const source = join(root, 'model_data', `${REFERENCE}.attn`);
@@ -88,7 +92,8 @@ if (models[COMPACT]) {
   const shardBytes = shardFiles.reduce((sum, f) => sum + statSync(join(modelsDir, folder, f)).size, 0);
   let preload = [];
   if (existsSync(cli)) {
-    const lines = execFileSync(cli, ['tokenize', '--vocab', join(root, 'model_data', 'vocab.txt'), '--lines'], { input: `${PRESETS[0]}\n` }).toString();
+    // With the model's own vocabulary and tokenizer settings (its header).
+    const lines = execFileSync(cli, ['tokenize', '--model', join(modelsDir, `${COMPACT}.attn`), '--lines'], { input: `${PRESETS[0]}\n` }).toString();
     preload = [...new Set(lines.trim().split('\n').flatMap((line) => line.trim().split(/\s+/).map((id) => Math.floor(Number(id) / ROWS_PER_SHARD))))].sort((a, b) => a - b);
   }
   models[COMPACT].core = { file: `${COMPACT}.core.attn`, bytes: core.length, sha256: sha256(core) };
@@ -105,7 +110,7 @@ if (!names.length) {
 }
 // The page loads the compact weights by default (model_data/README.md: the precision plan);
 // the f32 reference is served too, for a reader or a figure that asks for it.
-const preferred = ['explainer-mini.compact', 'explainer-mini'].find((name) => models[name]);
+const preferred = [COMPACT, REFERENCE].find((name) => models[name]);
 const chosen = defaultName ?? preferred ?? names[0];
 if (!models[chosen]) {
   console.error(`build_site: --default ${chosen} is not one of ${names.join(', ')}.`);

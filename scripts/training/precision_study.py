@@ -5,6 +5,7 @@ original on a fixed set of held-out sentences, with the C++ engine (attention-cl
     python3 -m scripts.training.precision_study run REFERENCE.attn [--plans NAME,...]
                                                     [--ship OUT.attn] [--keep DIR]
     python3 -m scripts.training.precision_study tensors REFERENCE.attn [--ship OUT.attn]
+    python3 -m scripts.training.precision_study uniform REFERENCE.attn [--ship OUT.attn]
 
 `sentences` picks the fixed set from corpus/heldout.txt: lines of 5 to 60 tokens ([CLS] and
 [SEP] included), evenly spaced through the file. `run` writes every candidate plan's file,
@@ -23,6 +24,13 @@ plans along that path on both sentence sets, keeping the smallest that meets the
 Fixed parts: word embeddings at the shipped 16383 levels, the attention-free tail at 127, the
 masked-LM bias entropy-coded as one group at BIAS_LEVELS, the pooler left out (BertForMaskedLM
 has none, and no figure reads it), LayerNorm and the other biases f32.
+
+`uniform` is the quick plan for a model too large for that study in the time at hand (bert-base:
+69 matrices at 12 levels are 828 requantized files): the same fixed parts, every matrix that
+attention depends on at one level, the coarsest of LADDER meeting the bar on both sets, found by
+bisection in about five measurements. It is larger than the per-tensor plan for the same bar
+(each matrix gets the level the most sensitive one needs); the study prints both sizes.
+Both print progress with the time spent and an estimate of the time left on stderr.
 """
 
 import argparse
@@ -32,6 +40,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -133,15 +142,77 @@ def greedy_path(units, ladder, error, size):
         path.append(dict(state))
 
 
+class Progress:
+    """Lines on stderr while a study runs: how far it is, the time so far and an estimate of
+    the time left (from the mean time per step so far)."""
+
+    def __init__(self, what, total):
+        self.what, self.total, self.start = what, total, time.monotonic()
+
+    def step(self, done, detail=""):
+        spent = time.monotonic() - self.start
+        left = spent / done * (self.total - done) if done else 0.0
+        print(f"{self.what}: {done}/{self.total}, {spent:.0f} s so far, about {left:.0f} s left"
+              f"{'; ' + detail if detail else ''}", file=sys.stderr, flush=True)
+
+
+def ship_along(args, reference, path, folder):
+    """Measures the real plans along `path` (a list of {matrix: LADDER index}, finest first) on
+    both sentence sets and returns (index of the last plan meeting the bar, {index: measured}).
+    The error grows along a path (not strictly: each point is a max over rows), so a bisection
+    finds the last passing step; step 0 must pass."""
+    config = reference.config
+    measured = {}
+    progress = Progress("plans", max(1, (len(path) - 1).bit_length() + 1))
+
+    def measure(step):
+        if step not in measured:
+            levels = {u: LADDER[i] for u, i in path[step].items()}
+            plan = tensor_plan(config, levels)
+            out = os.path.join(folder, f"step{step}.attn")
+            data = convert_model.write_requantized(reference, out, plan, args.reference,
+                                                   drop_pooler=True)
+            study = compare(args.reference, [out], args.sentences)[0]
+            validation = compare(args.reference, [out], args.validation)[0]
+            core = len(split_model.split_bytes(data)[0])
+            measured[step] = (plan, out, core, study, validation)
+            progress.step(len(measured), f"step {step}: core {core:,} bytes, attention max "
+                          f"|diff| {study['attention_max_abs']:.2e} / "
+                          f"{validation['attention_max_abs']:.2e}")
+        _, _, _, study, validation = measured[step]
+        return max(study["attention_max_abs"], validation["attention_max_abs"]) <= args.bar
+
+    low, high = 0, len(path) - 1
+    if not measure(low):
+        raise SystemExit("even the finest plan misses the bar")
+    while high - low > 1:
+        mid = (low + high) // 2
+        if measure(mid):
+            low = mid
+        else:
+            high = mid
+    if measure(high):
+        low = high
+    return low, measured
+
+
+def ship(args, measured, best):
+    plan, out, core, _, _ = measured[best]
+    if args.ship:
+        shutil.copyfile(out, args.ship)
+        print(f"\nshipped: {args.ship}: {os.path.getsize(out):,} bytes, core {core:,} bytes"
+              f"\n  plan: {plan}")
+
+
 def tensors(args):
     reference = modelfile.read(args.reference)
-    config = reference.config
-    units = attention_matrices(config)
+    units = attention_matrices(reference.config)
     folder = tempfile.mkdtemp(prefix="precision_tensors_")
     try:
         # 1. Profile: each matrix alone at each level, the rest f32.
         jobs = [(u, level) for u in units for level in LADDER]
         error = {u: [0.0] * len(LADDER) for u in units}
+        progress = Progress("profile", len(jobs))
         for start in range(0, len(jobs), args.batch):
             batch = jobs[start:start + args.batch]
             paths = []
@@ -151,51 +222,35 @@ def tensors(args):
                                                 f"{u}=rans:row:{level},*=f32", args.reference)
             for (u, level), r in zip(batch, compare(args.reference, paths, args.sentences)):
                 error[u][LADDER.index(level)] = r["attention_max_abs"]
-            print(f"profile: {min(start + args.batch, len(jobs))}/{len(jobs)}", file=sys.stderr)
+            progress.step(min(start + args.batch, len(jobs)))
         size = {u: [encoded_bytes(reference, u, f"rans:row:{level}") for level in LADDER]
                 for u in units}
 
         # 2. The greedy path over the profile, then the real plans along it.
         path = greedy_path(units, LADDER, error, size)
-        measured = {}
+        best, measured = ship_along(args, reference, path, folder)
+        print_tensor_tables(args, units, error, size, path[best], measured, best)
+        ship(args, measured, best)
+    finally:
+        shutil.rmtree(folder)
 
-        def measure(step):
-            if step not in measured:
-                levels = {u: LADDER[i] for u, i in path[step].items()}
-                plan = tensor_plan(config, levels)
-                out = os.path.join(folder, f"step{step}.attn")
-                data = convert_model.write_requantized(reference, out, plan, args.reference,
-                                                       drop_pooler=True)
-                study = compare(args.reference, [out], args.sentences)[0]
-                validation = compare(args.reference, [out], args.validation)[0]
-                core = len(split_model.split_bytes(data)[0])
-                measured[step] = (plan, out, core, study, validation)
-                print(f"step {step}: core {core:,} bytes, attention max |diff| "
-                      f"{study['attention_max_abs']:.2e} / {validation['attention_max_abs']:.2e}",
-                      file=sys.stderr)
-            plan, out, core, study, validation = measured[step]
-            return max(study["attention_max_abs"], validation["attention_max_abs"]) <= args.bar
 
-        # The error grows along the path (not strictly: each point is a max over rows), so a
-        # bisection finds the last passing step; step 0 (every matrix at the finest level) must
-        # pass.
-        low, high = 0, len(path) - 1
-        if not measure(low):
-            raise SystemExit("even the finest per-tensor plan misses the bar")
-        while high - low > 1:
-            mid = (low + high) // 2
-            if measure(mid):
-                low = mid
-            else:
-                high = mid
-        if measure(high):
-            low = high
-        plan, out, core, study, validation = measured[low]
-        print_tensor_tables(args, units, error, size, path[low], measured, low)
-        if args.ship:
-            shutil.copyfile(out, args.ship)
-            print(f"\nshipped: {args.ship}: {os.path.getsize(out):,} bytes, core {core:,} bytes"
-                  f"\n  plan: {plan}")
+def uniform(args):
+    """The quick plan: every matrix attention depends on at one level, the coarsest of LADDER
+    that meets the bar on both sentence sets (a bisection: about five measurements, against
+    the per-tensor study's len(LADDER) for each matrix and then the path). The fixed parts are
+    the per-tensor study's."""
+    reference = modelfile.read(args.reference)
+    units = attention_matrices(reference.config)
+    folder = tempfile.mkdtemp(prefix="precision_uniform_")
+    try:
+        path = [{u: i for u in units} for i in range(len(LADDER))]
+        best, measured = ship_along(args, reference, path, folder)
+        command = " ".join(["python3 -m scripts.training.precision_study"] + sys.argv[1:])
+        print(f"Measured with `{command}` on {args.reference}: every matrix that attention "
+              f"depends on at one level.\n")
+        print_path_table(args, measured, best, lambda step: f"{LADDER[step]} levels")
+        ship(args, measured, best)
     finally:
         shutil.rmtree(folder)
 
@@ -212,6 +267,10 @@ def print_tensor_tables(args, units, error, size, chosen, measured, best):
         print(f"| {u} | " + " | ".join(cells) +
               f" | {LADDER[chosen[u]]} | {size[u][chosen[u]]:,} |")
     print("\nPlans measured along the greedy path (both sentence sets):\n")
+    print_path_table(args, measured, best, str)
+
+
+def print_path_table(args, measured, best, name):
     print("| step | core bytes | attention max abs | validation max abs | rollout max abs "
           "| masked-LM top-1 agreement | meets 1e-3 on both |")
     print("|---|---|---|---|---|---|---|")
@@ -219,7 +278,7 @@ def print_tensor_tables(args, units, error, size, chosen, measured, best):
         _, _, core, study, validation = measured[step]
         mlm = study["masked_lm_top1_agreement"]
         ok = max(study["attention_max_abs"], validation["attention_max_abs"]) <= args.bar
-        print(f"| {step}{' (shipped)' if step == best else ''} | {core:,} "
+        print(f"| {name(step)}{' (shipped)' if step == best else ''} | {core:,} "
               f"| {study['attention_max_abs']:.2e} | {validation['attention_max_abs']:.2e} "
               f"| {study['rollout_max_abs']:.2e} "
               f"| {'-' if mlm is None else f'{100 * mlm:.1f}%'} | {'yes' if ok else 'no'} |")
@@ -413,6 +472,13 @@ def main(argv=None):
     p.add_argument("--ship", metavar="OUT", help="copy the chosen plan's file here")
     p.add_argument("--batch", type=int, default=6, help="models per attention-cli call")
     p.set_defaults(run=tensors)
+    p = sub.add_parser("uniform", help="the quick plan: one level for every matrix")
+    p.add_argument("reference", help="the f32 model file")
+    p.add_argument("--sentences", default=SENTENCES)
+    p.add_argument("--validation", default=VALIDATION)
+    p.add_argument("--bar", type=float, default=ATTENTION_BAR)
+    p.add_argument("--ship", metavar="OUT", help="copy the chosen plan's file here")
+    p.set_defaults(run=uniform)
     args = parser.parse_args(argv)
     if not os.access(CLI, os.X_OK):
         raise SystemExit(f"{CLI} is not built; run scripts/build.sh native")
