@@ -589,6 +589,30 @@ TEST(CraftedFileTest, BudgetAndCountArithmetic) {
   EXPECT_EQ(CountString((uint64_t{1} << 32) + 61'441), "4.3 billion");
 }
 
+TEST(CraftedFileTest, BertLargeIsRefusedByTheWasm32EngineNamingItsSizeAndTheLimit) {
+  // bert-large's shape (24 layers of 16 heads, hidden 1024, intermediate 4096, 512 positions, the
+  // 30,522-token vocabulary): over the wasm32 budget of 192M values (docs/ARCHITECTURE.md, "Memory
+  // in the browser"), within the native one. The wasm32 build (loader_tests) refuses the file
+  // before allocating; natively only the budget is checked (loading would take 1.3 GB here).
+  ModelConfig c = TinyConfig();
+  c.vocab_size = 30522;
+  c.hidden_size = 1024;
+  c.num_hidden_layers = 24;
+  c.num_attention_heads = 16;
+  c.intermediate_size = 4096;
+  c.max_position_embeddings = 512;
+  c.type_vocab_size = 2;
+  const uint64_t values = DeclaredFloats(c);
+  std::printf("bert-large's shape declares %s values; this build loads at most %s\n",
+              CountString(values).c_str(), CountString(MemoryBudget::kMaxModelFloats).c_str());
+  if (sizeof(size_t) >= 8) {
+    EXPECT_TRUE(CheckModelBudget(values).ok());
+    return;
+  }
+  EXPECT_HAS(LoadError(Serialize(testing::ConstantZeroModel(c))),
+             "declares " + CountString(values) + " values, more than this build loads (at most 201.3 million values");
+}
+
 TEST(CraftedFileTest, AConstantZeroModelWithinBudgetLoads) {
   // The generator itself is valid: the same construction at a small size loads, all zeros.
   const ModelConfig config = HugeConfig(5000, 64);
