@@ -20,6 +20,9 @@ const INPUT_DELAY_MS = 300;
 // Above this many tokens the enlarged heatmap's rows are too thin for their labels; the readout
 // names the tokens instead.
 const MAX_LABELLED = 32;
+// Up to this many heads a layer's squares fit beside the row (its column is 13em to 17em wide and
+// a square with its label under it needs about 3em); a model with more has the picker above.
+const PICKER_BESIDE_HEADS = 4;
 
 class AttentionInstrument extends AttentionFigure {
   static css = `
@@ -54,8 +57,18 @@ class AttentionInstrument extends AttentionFigure {
     .grid > .row-part { grid-column: 2; grid-row: 1; }
     .grid > .zoom { grid-column: 3; grid-row: 1; margin-top: 0; }
   }
+  /* A model with more heads than fit beside the row (PICKER_BESIDE_HEADS) has the picker across
+     the whole width above the row and the enlarged head, its squares at most 3.5em wide. */
+  @container (min-width: 620px) {
+    .grid.many { grid-template-columns: minmax(0, 1fr) minmax(14em, 18em); }
+    .grid.many > .picker-part { grid-column: 1 / -1; grid-row: 1; }
+    .grid.many > .row-part { grid-column: 1; grid-row: 2; }
+    .grid.many > .zoom { grid-column: 2; grid-row: 2; }
+    .grid.many .picker { grid-template-columns: auto repeat(var(--heads), minmax(0, 3.5em)); justify-content: start; }
+    .grid.many .scale { max-width: 28em; }
+  }
   .picker-title { font-size: 0.86em; color: var(--attn-muted); margin-bottom: 0.3em; }
-  .picker { display: grid; grid-template-columns: auto repeat(var(--heads), 1fr); gap: 4px; align-items: center; }
+  .picker { display: grid; grid-template-columns: auto repeat(var(--heads), minmax(0, 1fr)); gap: 4px; align-items: center; }
   .picker .axis { font-size: max(12px, 0.75em); color: var(--attn-muted); text-align: center; }
   .cell { position: relative; padding: 2px; border-radius: 5px; border: 2px solid transparent; background: none; min-height: 0; display: block; }
   .cell canvas { display: block; width: 100%; aspect-ratio: 1; image-rendering: pixelated; border-radius: 2px; }
@@ -233,7 +246,7 @@ class AttentionInstrument extends AttentionFigure {
     this.sentenceControls.append(presets);
     this.bodyEl.replaceChildren(
       this.sentenceControls, this.exampleNote, this.inputError, h('label.options', {}, this.specialBox, ' Show [CLS] and [SEP]'), this.chipList.scroller,
-      h('div.grid', {},
+      this.gridEl = h('div.grid', {},
         h('div.picker-part', {},
           h('div.picker-title', { text: 'Layer \u00d7 head: each square is that head\u2019s whole attention matrix for this sentence (rows: tokens reading, columns: tokens read). The outlined strip is the selected token\u2019s row.' }),
           this.pickerSlot,
@@ -266,6 +279,7 @@ class AttentionInstrument extends AttentionFigure {
     const m = list.length;
     const picker = this.pickerSlot;
     picker.style.setProperty('--heads', String(result.heads));
+    this.gridEl.classList.toggle('many', result.heads > PICKER_BESIDE_HEADS);
     const children = [h('span')];
     for (let head = 0; head < result.heads; ++head) children.push(h('span.axis', { text: `H${head + 1}`, 'aria-hidden': 'true' }));
     for (let layer = 0; layer < result.layers; ++layer) {
