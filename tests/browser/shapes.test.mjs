@@ -4,11 +4,11 @@
 // it (with its own precomputed example, and, for the small one, its own set statistics). For each:
 // the article goes live with that model; every count its prose quotes equals the loaded model's;
 // every one of its L x H heads is reachable from Figure 1's grid and draws a row that sums to 1;
-// Figure 5 has a panel per head; the heads post profiles every head of the reader's sentence (and,
-// with set statistics, of the set); and every figure of the registry goes live in its iframe form
-// with the model's shape. The shapes come from the model file here, never from a number written
-// in the test. Needs the assembled site (node scripts/site/build_site.mjs) and
-// build/native/attention-cli.
+// no head label is cut short at 1280 or 390 px; Figure 5 has a panel per head; the heads post
+// profiles every head of the reader's sentence (and, with set statistics, of the set); and every
+// figure of the registry goes live in its iframe form with the model's shape. The shapes come
+// from the model file here, never from a number written in the test. Needs the assembled site
+// (node scripts/site/build_site.mjs) and build/native/attention-cli.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -150,6 +150,15 @@ for (const spec of SHAPES) {
             assert.ok(Math.abs(sum - 1) <= ROW_SUM_TOLERANCE, `L${layer + 1} H${head + 1}: the row sums to ${sum}`);
           }
         }
+        // At a desktop's and a phone's width each square's label is shown whole or not at all
+        // (a square too narrow for it hides it), never cut to an ellipsis.
+        for (const width of [1280, 390]) {
+          await page.setViewportSize({ width, height: 900 });
+          const cut = await page.locator('#instrument').evaluate((el) => [...el.shadowRoot.querySelectorAll('button.cell .tag')]
+            .filter((t) => getComputedStyle(t).display !== 'none' && t.scrollWidth > t.clientWidth).map((t) => t.textContent));
+          assert.deepEqual(cut, [], `at ${width} px no head label is cut short`);
+        }
+        await page.setViewportSize({ width: 1280, height: 900 });
         // Figure 5 draws one panel per head (it is drawn when the reader scrolls near it).
         await page.locator('attention-heads[data-figure="heads"]').scrollIntoViewIfNeeded();
         await page.waitForFunction((count) => document.querySelector('attention-heads[data-figure="heads"]')?.shadowRoot.querySelectorAll('button.multiple').length === count, shape.layers * shape.heads, { timeout: LOAD_TIMEOUT_MS });

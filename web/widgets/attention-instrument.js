@@ -76,6 +76,11 @@ class AttentionInstrument extends AttentionFigure {
   .cell .marker { position: absolute; left: 0; right: 0; border: 1px solid var(--attn-fg); pointer-events: none; }
   .cell .tag { display: block; font-size: max(12px, 0.66em); line-height: 1.25; color: var(--attn-muted); text-align: center; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
   .cell[aria-pressed="true"] .tag { color: var(--attn-fg); font-weight: 600; }
+  /* A square too narrow for its label at the smallest type (12 x 12 heads on a phone) shows none
+     rather than an ellipsis: the line under the grid names the head a tap or pointer reads, and
+     the square's accessible name holds it too. */
+  .cell { container: head-cell / inline-size; }
+  @container head-cell (max-width: 40px) { .cell .tag { display: none; } }
   .cell[aria-pressed="true"] { border-color: var(--attn-bar); }
   .scale { height: 8px; border-radius: 2px; margin-top: 0.4em; }
   .picker .map canvas { touch-action: manipulation; }
