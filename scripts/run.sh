@@ -21,6 +21,10 @@ while [[ $# -gt 0 ]]; do
     *) break ;;
   esac
 done
+if ((${#quick[@]})) && [[ -z "$model" ]]; then
+  echo "run: --quick chooses how --model NAME's compact file is made; the default model has one already" >&2
+  exit 2
+fi
 "$ROOT/scripts/setup.sh"
 "$ROOT/scripts/build.sh" native wasm
 model_args=()
