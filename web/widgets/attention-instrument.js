@@ -70,7 +70,7 @@ class AttentionInstrument extends AttentionFigure {
   .picker-title { font-size: 0.86em; color: var(--attn-muted); margin-bottom: 0.3em; }
   .picker { display: grid; grid-template-columns: auto repeat(var(--heads), minmax(0, 1fr)); gap: 4px; align-items: center; }
   .picker .axis { font-size: max(12px, 0.75em); color: var(--attn-muted); text-align: center; }
-  .cell { position: relative; padding: 2px; border-radius: 5px; border: 2px solid transparent; background: none; min-height: 0; display: block; }
+  .cell { position: relative; padding: 2px; border-radius: 5px; border: 2px solid transparent; background: none; min-height: 0; display: block; container: head-cell / inline-size; }
   .cell canvas { display: block; width: 100%; aspect-ratio: 1; image-rendering: pixelated; border-radius: 2px; }
   .cell .map { position: relative; display: block; }
   .cell .marker { position: absolute; left: 0; right: 0; border: 1px solid var(--attn-fg); pointer-events: none; }
@@ -78,8 +78,7 @@ class AttentionInstrument extends AttentionFigure {
   .cell[aria-pressed="true"] .tag { color: var(--attn-fg); font-weight: 600; }
   /* A square too narrow for its label at the smallest type (12 x 12 heads on a phone) shows none
      rather than an ellipsis: the line under the grid names the head a tap or pointer reads, and
-     the square's accessible name holds it too. */
-  .cell { container: head-cell / inline-size; }
+     the square's accessible name holds it too (the square is the query container). */
   @container head-cell (max-width: 40px) { .cell .tag { display: none; } }
   .cell[aria-pressed="true"] { border-color: var(--attn-bar); }
   .scale { height: 8px; border-radius: 2px; margin-top: 0.4em; }
