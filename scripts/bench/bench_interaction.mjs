@@ -7,16 +7,20 @@
 // the time from the model's last byte to the engine being ready and to live figures.
 // A benchmark, not a test: the host's other load moves the figures. Needs the assembled site
 // (node scripts/site/build_site.mjs).
-// Usage: node scripts/bench/bench_interaction.mjs [--json FILE] [--runs N] [--web DIR] [--phone]
+// Usage: node scripts/bench/bench_interaction.mjs [--json FILE] [--runs N] [--web DIR] [--phone] [--trace DIR]
 //   --phone: the phone of bench_page.mjs (390 px touch screen, CPU 4x slower; the loading run at its
 //   20 Mbit/s, 40 ms network, cache off)
 //   --web: serve another copy of web/ (a checkout of an older version, to compare)
-import { writeFileSync } from 'node:fs';
+//   --trace: a performance trace and CPU profile of each interaction phase (trace.mjs): the long
+//   tasks with what ran inside them and the JS functions with the most self time, printed, and the
+//   raw files written to DIR for DevTools. Tracing slows the page: read its times as shares.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { launchChromium, serve } from '../../tests/browser/harness.mjs';
 import { benchPage, networkConditions, OBSERVE_LONG_TASKS, PHONE } from './bench_page.mjs';
+import { printTrace, startTrace, stopTrace } from './trace.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
@@ -25,6 +29,8 @@ const jsonOut = option('--json', null);
 const runs = Number(option('--runs', '1'));
 const webDir = option('--web', join(root, 'web'));
 const phone = args.includes('--phone');
+const traceDir = option('--trace', null);
+if (traceDir) mkdirSync(traceDir, { recursive: true });
 
 // 120 words, 136 tokens with the default model's vocabulary ([CLS] and [SEP] included).
 export const LONG_SENTENCE = 'When the old lighthouse keeper finally climbed the narrow spiral stairs on that cold and windy evening, he noticed that the great lamp, which had guided countless fishing boats safely past the jagged rocks for more than a hundred years, was flickering strangely, as if some invisible hand were slowly turning it down; worried that the ships still out at sea would lose their way in the thickening fog, he quickly fetched his tools, replaced the worn brass fittings one by one, cleaned the heavy glass lenses until they shone again, and then sat beside the window for the rest of the night, watching the beam sweep across the dark water while the storm gathered strength over the distant hills.';
@@ -129,11 +135,14 @@ async function measureInteraction(browser, baseUrl) {
   await settle(page);
   const before = await heights(page);
   const phases = {};
+  const traces = {};
   const phase = async (name, body) => {
+    const tracing = traceDir ? await startTrace(browser, context, page) : null;
     const from = await now(page);
     await body();
     await settle(page);
     phases[name] = { from, to: await now(page) };
+    if (tracing) traces[name] = await stopTrace(tracing, traceDir, name);
   };
 
   // The box is emptied and focused before the phase, and the keys go in as the browser's own
@@ -184,7 +193,7 @@ async function measureInteraction(browser, baseUrl) {
     }
   });
   const tasks = await page.evaluate(() => window.__longtasks);
-  const out = { tokens: n, sentenceShown, heights: { defaultSentence: before, longSentence: after }, phases: {}, errors };
+  const out = { tokens: n, sentenceShown, heights: { defaultSentence: before, longSentence: after }, phases: {}, traces, errors };
   for (const [name, { from, to }] of Object.entries(phases)) out.phases[name] = summarise(tasks, from, to);
   const all = summarise(tasks, phases.type.from, phases.arrow.to);
   out.all = all;
@@ -219,5 +228,6 @@ for (const [k, { loading: l, interaction: i }] of results.entries()) {
   console.log(`loading (since navigation): glue ${span(rq.glue)}, wasm ${span(rq.wasm)}, model ${span(rq.model)}; engine ready ${ms(l.engineReadyMs)}, live figures ${ms(l.liveMs)}`);
   console.log(`model's last byte to engine ready ${ms(l.modelLastByteToReadyMs)}, to live figures ${ms(l.modelLastByteToLiveMs)}; long tasks while loading: ${l.loadLongtasks.count}, longest ${ms(l.loadLongtasks.longestMs)}, total ${ms(l.loadLongtasks.totalMs)}`);
   if (i.errors.length) console.log(`page errors: ${i.errors.join('; ')}`);
+  for (const [name, summary] of Object.entries(i.traces)) printTrace(name, summary);
 }
 if (jsonOut) writeFileSync(jsonOut, JSON.stringify(results, null, 2) + '\n');
