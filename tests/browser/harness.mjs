@@ -152,6 +152,23 @@ export const modelShape = (page, selector = '#instrument') => page.locator(selec
 
 export const shownSentence = (page) => page.evaluate(() => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence ?? null);
 
+// How many columns Figure 5 (attention-heads) draws in its first panel for the selected token:
+// the subpaths of its two paths (the token's own column and the others). The figure draws only
+// on screen, so it is scrolled to first; waits until the count is n (else fails on the timeout).
+export async function headsColumns(page, n, timeout = 30000) {
+  const heads = page.locator('attention-heads').first();
+  await heads.scrollIntoViewIfNeeded();
+  const count = () => heads.evaluate((el) => Array.from(el.shadowRoot.querySelector('button.multiple')?.querySelectorAll('path.col') ?? [],
+    (path) => path.getAttribute('d').match(/M/g)?.length ?? 0).reduce((a, b) => a + b, 0));
+  const until = Date.now() + timeout;
+  let k = await count();
+  while (k !== n && Date.now() < until) {
+    await page.waitForTimeout(100);
+    k = await count();
+  }
+  return k;
+}
+
 // Types sentence into the instrument's box and presses Enter; unless wait is false, waits until
 // Figure 1 shows it.
 export async function typeSentence(page, sentence, { wait = true, timeout = 90000 } = {}) {

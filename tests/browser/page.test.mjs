@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium, modelShape, ROW_SUM_TOLERANCE, serve } from './harness.mjs';
+import { headsColumns, launchChromium, modelShape, ROW_SUM_TOLERANCE, serve } from './harness.mjs';
 
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -229,7 +229,7 @@ describe('article page', { timeout: 240000 }, () => {
     const shown = await displayedRow(page);
     weights.forEach((w, j) => assert.ok(Math.abs(w - Number(shown.values[j])) < 1e-6, `mechanism weight ${j}: ${w} vs ${shown.values[j]}`));
     assert.equal(await page.locator('attention-heads button.multiple').count(), await page.locator('attention-heads').evaluate((el) => el.result.layers * el.result.heads));
-    assert.equal(await page.locator('attention-heads button.multiple').first().locator('rect').count(), n);
+    assert.equal(await headsColumns(page, n), n);
     for (const panel of await page.locator('attention-compare section.panel table.bars').all()) {
       assert.equal(await panel.locator('tbody tr').count(), n);
     }

@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium, ROW_SUM_TOLERANCE, serve, startHost } from './harness.mjs';
+import { headsColumns, launchChromium, ROW_SUM_TOLERANCE, serve, startHost } from './harness.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
@@ -84,7 +84,7 @@ async function checkEveryFigure(page, sentence) {
   for (const panel of await page.locator('attention-compare section.panel table.bars').all()) {
     assert.equal(await panel.locator('tbody tr').count(), n);
   }
-  assert.equal(await page.locator('attention-heads button.multiple').first().locator('rect').count(), n);
+  assert.equal(await headsColumns(page, n), n);
   assert.equal(await page.locator('[data-fact="n"]').first().textContent(), String(n));
 }
 

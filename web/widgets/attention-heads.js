@@ -56,7 +56,7 @@ class AttentionHeads extends AttentionFigure {
      than the screen, the probed panel's own line says the weight read (showReadout). */
   .readout { padding: 0.3em 0.2em; border-top: 1px solid var(--attn-line); margin-top: 0.5em; }
   .multiple .fav.probed { color: var(--attn-fg); font-weight: 600; }
-  .multiple .col { fill: var(--attn-bar); transform-box: fill-box; transform-origin: bottom; }
+  .multiple .col { fill: var(--attn-bar); }
   .multiple .col.self { fill: var(--attn-muted); }
   .multiple .uniform { stroke: var(--attn-uniform); stroke-width: 1; stroke-dasharray: 3 2; vector-effect: non-scaling-stroke; }
   .multiple .base { stroke: var(--attn-line); vector-effect: non-scaling-stroke; }
@@ -79,8 +79,6 @@ class AttentionHeads extends AttentionFigure {
       const word = result.tokens[token].text;
       heads.forEach((x, k) => {
         const panel = b.panels[k];
-        if (b.token >= 0) panel.rects[b.columns.indexOf(b.token)]?.setAttribute('class', 'col');
-        panel.rects[b.columns.indexOf(token)]?.setAttribute('class', 'col self');
         panel.button.dataset.ratio = String(x.ratio_to_uniform);
         setText(panel.ratio, `\u00d7${fmt(x.ratio_to_uniform, 1)}`);
         panel.favText = `\u2192 ${result.tokens[x.argmax].text} ${fmt(x.max, 2)}`;
@@ -109,19 +107,25 @@ class AttentionHeads extends AttentionFigure {
     this.fillTable();
   }
 
-  // The columns' heights (L x H x n of them) are drawn when the figure is on screen: far off screen
-  // (content-visibility: auto in the article) they wait until the reader scrolls near.
+  // The columns (L x H x n of them) are drawn when the figure is on screen: far off screen
+  // (content-visibility: auto in the article) they wait until the reader scrolls near. A panel's
+  // columns are one path, and the selected token's column (grey) a second: two objects to lay out
+  // per panel, where a rect per column made a new token lay out every column of every head.
   drawColumns() {
     const b = this._built;
     if (!b || b.drawnToken === b.token || this._skipped) return;
     const { result, token } = b;
     headsForToken(result, token).forEach((x, k) => {
       const row = attentionRow(result, x.layer, x.head, token);
-      b.panels[k].rects.forEach((rect, c) => {
-        const w = row[b.columns[c]];
-        rect.setAttribute('y', HEIGHT * (1 - w));
-        rect.setAttribute('height', HEIGHT * w);
+      let others = '';
+      let self = '';
+      b.columns.forEach((j, c) => {
+        const column = `M${b.columnX[c]} ${(HEIGHT * (1 - row[j])).toFixed(3)}h${b.columnWidth}V${HEIGHT}h-${b.columnWidth}z`;
+        if (j === token) self = column;
+        else others += column;
       });
+      b.panels[k].columns.setAttribute('d', others);
+      b.panels[k].self.setAttribute('d', self);
     });
     b.drawnToken = token;
   }
@@ -157,7 +161,8 @@ class AttentionHeads extends AttentionFigure {
     const panels = [];
     // One panel's chart is drawn, and cloned for the other heads.
     const chartTemplate = svg('svg', { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, preserveAspectRatio: 'none', 'aria-hidden': 'true' },
-      columns.map((j, c) => svg('rect', { class: 'col', x: c * step + step * 0.1, width: step * 0.8, y: HEIGHT, height: 0 })),
+      svg('path', { class: 'col', d: '' }),
+      svg('path', { class: 'col self', d: '' }),
       svg('line', { class: 'base', x1: 0, x2: WIDTH, y1: HEIGHT, y2: HEIGHT }),
       svg('line', { class: 'uniform', x1: 0, x2: WIDTH, y1: uniformY, y2: uniformY }));
     // The chart and the tokens under its columns, cloned for the other heads.
@@ -170,7 +175,7 @@ class AttentionHeads extends AttentionFigure {
       for (let head = 0; head < result.heads; ++head) {
         const k = panels.length;
         const chart = k === 0 ? first : first.cloneNode(true);
-        const rects = [...chart.querySelectorAll('rect')];
+        const [columnPath, selfPath] = chart.querySelectorAll('path.col');
         const axis = chart.querySelector('.axis');
         const profile = headLabel(result, layer, head);
         const ratio = h('span');
@@ -182,7 +187,7 @@ class AttentionHeads extends AttentionFigure {
         h('span.title', {}, h('b', { text: headShort(layer, head) }), h('span.label', { text: shortHeadLabel(profile), title: profile || undefined }), ratio),
         chart,
         fav);
-        panels.push({ button, description, rects, ratio, fav, plot: chart, labels: axis ? [...axis.children] : [] });
+        panels.push({ button, description, columns: columnPath, self: selfPath, ratio, fav, plot: chart, labels: axis ? [...axis.children] : [] });
       }
     }
     const group = h('div.multiples', { role: 'group', style: { '--heads': String(result.heads) } }, panels.map((p) => p.button), panels.map((p) => p.description));
@@ -252,7 +257,8 @@ class AttentionHeads extends AttentionFigure {
       h('div.legend', { 'aria-hidden': 'true' }, legendText, h('span', {}, h('span.swatch-line'), `uniform 1/${n}`)),
       details);
     if (focused !== undefined) panels[Number(focused)]?.button.focus();
-    this._built = { result, showSpecial, columns, panels, group, legendText, tableSlot, details, readout, fitAxis, token: -1, selected: -1, tableFor: -1, drawnToken: -1 };
+    const columnX = columns.map((j, c) => (c * step + step * 0.1).toFixed(3));
+    this._built = { result, showSpecial, columns, columnX, columnWidth: (step * 0.8).toFixed(3), panels, group, legendText, tableSlot, details, readout, fitAxis, token: -1, selected: -1, tableFor: -1, drawnToken: -1 };
   }
 
   // The readout's line, and the token it reads in bold under the columns of its panel.

@@ -100,7 +100,7 @@ export class RowChart {
       const w = row[j];
       if (r.weight === w) continue;
       r.weight = w;
-      r.bar.style.width = `${(100 * w) / scaleMax}%`;
+      r.bar.style.transform = `scaleX(${w / scaleMax})`;
       // Text that reads the same is not written again (each write is laid out and shaped).
       const text = fmtWeight(w, this.digits, { short: true });
       if (r.value.nodeValue !== text) r.value.nodeValue = text;

@@ -162,9 +162,15 @@ table.bars td.value { width: 4.2em; text-align: right; padding-left: 0.4em; }
    the whole table. */
 table.bars th > span { display: block; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 table.bars td.value > span { display: block; contain: size layout style; height: 1.5em; line-height: 1.5em; white-space: nowrap; }
+/* A bar is the track's full width, scaled to its weight (a transform: a new row of weights is
+   repainted, not laid out again); the 1px stub at the track's start marks a weight too small to
+   see, as a minimum width did. */
 table.bars .bar {
-  position: absolute; left: 0; top: 0.2em; bottom: 0.2em; width: 0; min-width: 1px; background: var(--attn-bar);
-  border-radius: 0 3px 3px 0;
+  position: absolute; left: 0; top: 0.2em; bottom: 0.2em; width: 100%; background: var(--attn-bar);
+  border-radius: 0 3px 3px 0; transform-origin: left center; transform: scaleX(0);
+}
+table.bars td.track::after {
+  content: ""; position: absolute; left: 0; top: 0.2em; bottom: 0.2em; width: 1px; background: var(--attn-bar);
 }
 /* On a scale from 0 to 1 (table.bars.tracked) every bar lies on a faint track of the full
    length, the weight 1: a row's budget, which its bars share. Drawn by the cell itself (no
