@@ -161,7 +161,7 @@ table.bars td.value { width: 4.2em; text-align: right; padding-left: 0.4em; }
    one more piece for the compositor per row), so that a new value lays out that box alone, not
    the whole table. */
 table.bars th > span { display: block; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
-table.bars td.value > span { display: block; contain: size layout style; height: 1.5em; line-height: 1.5em; white-space: nowrap; }
+table.bars td.value > span { display: block; contain: size layout style; content-visibility: auto; height: 1.5em; line-height: 1.5em; white-space: nowrap; }
 /* A bar is the track's full width, scaled to its weight (a transform: a new row of weights is
    repainted, not laid out again); the 1px stub at the track's start marks a weight too small to
    see, as a minimum width did. */
