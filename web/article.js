@@ -75,7 +75,9 @@ function sessionChanged() {
   renderLoader();
   if (!firstRenderDone) return;
   for (const figure of figures) {
-    if (figure.view && figure.view.progress !== session.progress) figure.view = { ...figure.view, progress: session.progress };
+    const waiting = offScreenViews.get(figure);
+    if (waiting) offScreenViews.set(figure, { ...waiting, progress: session.progress });
+    else if (figure.view && figure.view.progress !== session.progress) figure.view = { ...figure.view, progress: session.progress };
   }
 }
 
@@ -165,39 +167,99 @@ async function draw() {
     const hash = formatHash({ ...state, ...pick(view, ['token']) });
     if (hash !== location.hash) history[mode === 'push' ? 'pushState' : 'replaceState'](null, '', hash);
   }
-  // Each figure takes the view in a task of its own, in page order, so that no task holds the
-  // main thread for all of them (on a phone the whole set was one task of several hundred ms);
-  // a newer render takes over from a figure's turn on.
-  for (const [i, figure] of figures.entries()) {
-    if (i > 0) {
+  // Each figure near the screen takes the view in a task of its own, in page order, so that no
+  // task holds the main thread for all of them (on a phone the whole set was one task of several
+  // hundred ms); a newer render takes over from a figure's turn on. A figure far off screen
+  // keeps the view for later (see offScreenViews).
+  let drawn = 0;
+  for (const figure of figures) {
+    if (farOffScreen(figure)) {
+      keepView(figure, view);
+      continue;
+    }
+    if (drawn++ > 0) {
       await yieldToPage();
       if (!latest.current(token)) return;
     }
-    figure.view = view;
+    giveView(figure, view);
   }
   fillFacts(view);
   settleOffscreen();
+  catchUpWhenQuiet();
   if (state.live && view.mode === 'live' && !livePainted) {
     livePainted = true;
     performance.mark('attention:live');
   }
 }
 
+// A figure far off screen (more than a screen's height away) takes a new view only when the
+// reader scrolls near it, or once the reader has paused (QUIET_MS without a new render): then
+// the figures that wait are drawn one per idle moment. While the reader types or clicks through
+// words, the far figures are neither rebuilt nor left dirty. Measured on the phone profile
+// (bench_interaction.mjs --phone --trace): after a keystroke, and after buttons are added,
+// Chromium's autofill agent lays out the document, far figures included, three or four times
+// in one task (70-170 ms each with four far figures rebuilt for a 136-token sentence); with
+// the far figures off the page those tasks were gone. A figure that waits shows the previous
+// view, off screen, and says data-waiting; before printing, every figure takes its view.
+const QUIET_MS = 1000;
+const NEAR_MARGIN = '100% 0px';
+const nearScreen = new Map();  // figure -> whether it is within NEAR_MARGIN (absent: not known yet)
+const offScreenViews = new Map();  // figure -> the newest view it has not taken yet
+const farOffScreen = (figure) => nearScreen.get(figure) === false;
+// A figure that holds a view it has not drawn says so (data-waiting): the tests wait for it to go.
+function keepView(figure, view) {
+  offScreenViews.set(figure, view);
+  figure.dataset.waiting = '';
+}
+function giveView(figure, view) {
+  offScreenViews.delete(figure);
+  delete figure.dataset.waiting;
+  figure.view = view;
+}
+function takeView(figure) {
+  const view = offScreenViews.get(figure);
+  if (!view) return false;
+  giveView(figure, view);
+  return true;
+}
+if (typeof IntersectionObserver === 'function') {
+  const observer = new IntersectionObserver((entries) => {
+    for (const entry of entries) {
+      nearScreen.set(entry.target, entry.isIntersecting);
+      if (entry.isIntersecting) takeView(entry.target);
+    }
+  }, { rootMargin: NEAR_MARGIN });
+  for (const figure of figures) observer.observe(figure);
+}
+addEventListener('beforeprint', () => {
+  for (const figure of figures) takeView(figure);
+});
+let quietTimer = null;
+function catchUpWhenQuiet() {
+  clearTimeout(quietTimer);
+  if (offScreenViews.size) quietTimer = setTimeout(() => settleOffscreen({ takeViews: true }), QUIET_MS);
+}
+
 // Figures far off screen are not laid out when they change (content-visibility), but the next
 // history entry would lay them all out at once, inside the reader's next click. So they are laid
-// out here, one figure per idle moment, and that entry finds them done.
+// out here, one figure per idle moment, and that entry finds them done; a figure that waits for
+// its view is left for catchUpWhenQuiet, which calls this again with the views to take.
 const idle = typeof requestIdleCallback === 'function' ? (fn) => requestIdleCallback(fn, { timeout: 2000 }) : (fn) => setTimeout(() => fn({ timeRemaining: () => 10 }), 50);
 let settling = null;
-function settleOffscreen() {
+function settleOffscreen({ takeViews = false } = {}) {
   const queue = figures.slice();
   const token = {};
   settling = token;
   const step = () => {
     if (settling !== token) return;
-    // One figure per idle moment: each is a task of its own.
-    const figure = queue.shift();
+    // One figure per idle moment: each is a task of its own (taking a view and laying it out
+    // are two).
+    const figure = queue[0];
     if (!figure) return;
-    void figure.shadowRoot?.lastElementChild?.getBoundingClientRect();
+    if (!(takeViews && takeView(figure))) {
+      queue.shift();
+      if (!offScreenViews.has(figure)) void figure.shadowRoot?.lastElementChild?.getBoundingClientRect();
+    }
     if (queue.length) idle(step);
   };
   idle(step);

@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { startSite } from './harness.mjs';
+import { figuresDrawn, startSite } from './harness.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
@@ -83,6 +83,7 @@ describe('the article\u2019s first view', { timeout: 180000 }, () => {
     assert.ok(await box.isEnabled(), 'the sentence box is still disabled once the instrument is open');
     assert.match(await page.locator('#instrument p.example-note').textContent(), /^Type any sentence/);
 
+    await figuresDrawn(page);
     // Figure 4's three panels share one scale, 0 to 1: every bar's length over its track is its
     // weight, in every panel, so a broad row's bars are visibly shorter than a sharp row's.
     const bars = await page.locator('attention-compare').evaluate((el) => [...el.shadowRoot.querySelectorAll('section.panel table.bars tbody tr:not([hidden])')]

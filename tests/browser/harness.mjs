@@ -170,11 +170,21 @@ export async function headsColumns(page, n, timeout = 30000) {
 }
 
 // Types sentence into the instrument's box and presses Enter; unless wait is false, waits until
-// Figure 1 shows it.
+// Figure 1 shows it and every figure of the article has drawn it.
 export async function typeSentence(page, sentence, { wait = true, timeout = 90000 } = {}) {
   await page.locator('#instrument input#sentence').fill(sentence);
   await page.locator('#instrument input#sentence').press('Enter');
-  if (wait) await waitForSentence(page, sentence, timeout);
+  if (wait) {
+    await waitForSentence(page, sentence, timeout);
+    await figuresDrawn(page, timeout);
+  }
+}
+
+// The article's figures far off screen take a new view once the reader pauses or scrolls near
+// (web/article.js, offScreenViews), and say data-waiting until then: this waits until none
+// does (selector: the figures to wait for).
+export function figuresDrawn(page, timeout = 30000, selector = '[data-figure]') {
+  return page.waitForFunction((s) => !document.querySelector(`${s}[data-waiting]`), selector, { timeout });
 }
 
 export function waitForSentence(page, sentence, timeout = 90000) {

@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { headsColumns, launchChromium, modelShape, ROW_SUM_TOLERANCE, serve } from './harness.mjs';
+import { figuresDrawn, headsColumns, launchChromium, modelShape, ROW_SUM_TOLERANCE, serve, typeSentence } from './harness.mjs';
 
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -89,6 +89,7 @@ async function engineTokens(page, sentence) {
 
 // What the instrument's row chart shows: its selection and every bar's full-precision value.
 async function displayedRow(page) {
+  await figuresDrawn(page, 30000, '#instrument');
   return page.locator('#instrument table.bars').evaluate((table) => ({
     sentence: table.dataset.sentence,
     layer: Number(table.dataset.layer),
@@ -97,13 +98,6 @@ async function displayedRow(page) {
     values: [...table.querySelectorAll('tbody tr')].map((tr) => tr.dataset.value),
     sumText: table.getRootNode().querySelector('.row-sum').textContent,
   }));
-}
-
-async function typeSentence(page, sentence) {
-  const input = page.locator('#instrument input#sentence');
-  await input.fill(sentence);
-  await input.press('Enter');
-  await page.waitForFunction((text) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, sentence);
 }
 
 async function checkDisplayedAgainstEngine(page, expected) {
@@ -327,6 +321,7 @@ describe('article page', { timeout: 240000 }, () => {
       walk(document);
       return counts;
     });
+    await figuresDrawn(page);
     const baseline = await countTags();
     // The hash's sentence was read as data and drawn as text.
     assert.equal((await displayedRow(page)).sentence, hostile[0]);

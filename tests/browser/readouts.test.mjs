@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { modelShape, startSite } from './harness.mjs';
+import { figuresDrawn, modelShape, startSite } from './harness.mjs';
 import { THEME_PROPERTIES } from '../../web/widgets/style.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -37,6 +37,7 @@ async function openLive(options = {}) {
   await page.locator('#open').waitFor({ state: 'visible', timeout: LOAD_TIMEOUT_MS });
   await page.click('#open');
   await page.locator('#instrument .status[data-mode="live"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
+  await figuresDrawn(page);
   await scrolled(page);
   return { context, page, errors };
 }

@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { headsColumns, launchChromium, ROW_SUM_TOLERANCE, serve, startHost } from './harness.mjs';
+import { figuresDrawn, headsColumns, launchChromium, ROW_SUM_TOLERANCE, serve, startHost } from './harness.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
@@ -69,6 +69,7 @@ function waitForSentence(page, sentence, timeout = LOAD_TIMEOUT_MS) {
 
 // Every figure of the article against the engine's own analysis of `sentence`.
 async function checkEveryFigure(page, sentence) {
+  await figuresDrawn(page);
   const tokens = await page.evaluate(async (text) => {
     const engine = await import('/engine/engine.js');
     return (await (await engine.getEngine()).analyze(text)).tokens.map((t) => t.text);
