@@ -232,6 +232,32 @@ describe('article page', { timeout: 240000 }, () => {
     await context.close();
   });
 
+  test('a figure far off screen keeps a new sentence while the reader types, and draws it after the pause', async () => {
+    const { page, context, errors } = await openPage();
+    await openInstrument(page);
+    await figuresDrawn(page);
+    const heads = page.locator('attention-heads').first();
+    const far = await heads.evaluate((el) => el.getBoundingClientRect().top > 2.5 * innerHeight);
+    assert.ok(far, 'Figure 5 is not far off screen at 1280 x 900: this test needs a figure that is');
+    // Every time the figure says it waits: the sentence it shows then.
+    await heads.evaluate((el) => {
+      window.__waiting = [];
+      new MutationObserver(() => {
+        if (el.hasAttribute('data-waiting')) window.__waiting.push(el.result?.text ?? null);
+      }).observe(el, { attributes: true, attributeFilter: ['data-waiting'] });
+    });
+    const before = await heads.evaluate((el) => el.result.text);
+    const sentence = 'The cat that the dog chased climbed the tall tree.';
+    await typeSentence(page, sentence);  // waits for Figure 1 and then for every figure to draw
+    const waited = await page.evaluate(() => window.__waiting);
+    assert.ok(waited.length >= 1, 'Figure 5, far off screen, took the new sentence at once');
+    assert.ok(waited.every((text) => text === before), `while waiting Figure 5 showed ${JSON.stringify(waited)}, not the previous sentence`);
+    assert.equal(await heads.evaluate((el) => el.result.text), sentence);
+    assert.equal(await heads.getAttribute('data-waiting'), null);
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
   test('a figure used on its own follows its attributes and keeps its choices to itself', async () => {
     const { page, context, errors } = await openPage();
     await openInstrument(page);
