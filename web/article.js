@@ -75,9 +75,12 @@ function sessionChanged() {
   renderLoader();
   if (!firstRenderDone) return;
   for (const figure of figures) {
-    const waiting = offScreenViews.get(figure);
-    if (waiting) offScreenViews.set(figure, { ...waiting, progress: session.progress });
-    else if (figure.view && figure.view.progress !== session.progress) figure.view = { ...figure.view, progress: session.progress };
+    // A figure far off screen that waits for its view (offScreenViews) gets it in the one it keeps.
+    const current = offScreenViews.get(figure) ?? figure.view;
+    if (!current || current.progress === session.progress) continue;
+    const next = { ...current, progress: session.progress };
+    if (offScreenViews.has(figure)) keepView(figure, next);
+    else figure.view = next;
   }
 }
 

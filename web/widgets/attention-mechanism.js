@@ -64,7 +64,7 @@ class AttentionMechanism extends AttentionFigure {
   }
   table.values td.wbar div { height: 0.8em; background: var(--attn-bar); border-radius: 0 2px 2px 0; transform-origin: left center; }
   /* Numbers in boxes of fixed size (size and layout containment) and bars scaled: a new row of numbers
-     lays out those boxes, not the table. */
+     lays out those boxes, not the table, and off screen (content-visibility: auto) not even them. */
   table.values span.n { display: inline-block; contain: size layout style; content-visibility: auto; width: 7.5ch; height: 1.3em; line-height: 1.3em; vertical-align: middle; text-align: right; }
   table.values tr.top td, table.values tr.top th { font-weight: 700; }
   table.values tfoot td, table.values tfoot th { border-bottom: none; font-weight: 650; }

@@ -159,7 +159,8 @@ table.bars td.track { position: relative; padding: 0; height: 1.5em; }
 table.bars td.value { width: 4.2em; text-align: right; padding-left: 0.4em; }
 /* A value sits in a box of fixed size (size and layout containment, no clip: a clip would be
    one more piece for the compositor per row), so that a new value lays out that box alone, not
-   the whole table. */
+   the whole table; off screen (content-visibility: auto) not even that, until it comes near,
+   while screen readers and find-in-page still read it. */
 table.bars th > span { display: block; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 table.bars td.value > span { display: block; contain: size layout style; content-visibility: auto; height: 1.5em; line-height: 1.5em; white-space: nowrap; }
 /* A bar is the track's full width, scaled to its weight (a transform: a new row of weights is
