@@ -11,6 +11,9 @@ const { ATTRIBUTES, FIGURES, TAGS, parseAttribute, unknownAttributeNote } = awai
 const { figureView } = await import('../../web/widgets/base.js');
 const { describeModel, resultFromExample } = await import('../../web/widgets/data.js');
 const { DEFAULT_WORD_TEXT } = await import('../../web/state.js');
+const { TokenChips } = await import('../../web/widgets/controls.js');
+const { RowChart } = await import('../../web/widgets/bars.js');
+const { ROLE } = await import('../../web/engine/result.js');
 await import('../../web/widgets/index.js');
 
 after(closeWindow);
@@ -151,6 +154,64 @@ test('the row figure draws one chip per token, hides [CLS] and [SEP] on request 
   row.shadowRoot.querySelectorAll('button.chip')[2].click();
   assert.deepEqual(await picked, { token: 2 });
   row.remove();
+});
+
+// A sentence as the chips and the chart read it: tokens (text, word index; -1 for [CLS] and
+// [SEP]) and their roles. words: each word's pieces.
+function sentenceOf(words) {
+  const tokens = [{ text: '[CLS]', word: -1 }];
+  words.forEach((pieces, w) => pieces.forEach((text) => tokens.push({ text, word: w })));
+  tokens.push({ text: '[SEP]', word: -1 });
+  const roles = Uint8Array.from(tokens, (t, j) => (j === 0 ? ROLE.cls : j === tokens.length - 1 ? ROLE.sep : t.text === ',' ? ROLE.punctuation : ROLE.ordinary));
+  return { tokens, roles, groups: ['[CLS]', ...words.map((pieces) => pieces.join(' ')), '[SEP]'] };
+}
+
+// A subtree as markup with each element's attributes in name order and an empty class attribute
+// read as none (a kept element that lost its class has one; a new one has none).
+function markup(node) {
+  if (node.nodeType !== 1) return node.textContent;
+  const attributes = [...node.attributes].filter((a) => !(a.name === 'class' && a.value === '')).map((a) => `${a.name}="${a.value}"`).sort();
+  return `<${node.localName} ${attributes.join(' ')}>${[...node.childNodes].map(markup).join('')}</${node.localName}>`;
+}
+
+test('the chips and the bar chart keep their elements from one sentence to the next and end as a fresh build would', () => {
+  const sentences = [
+    sentenceOf([['the'], ['play', '##ing'], ['field'], [',']]),
+    sentenceOf([['the'], ['play', '##ing'], ['field'], [','], ['was'], ['wet']]),
+    sentenceOf([['un', '##believ', '##able'], ['rain']]),
+    sentenceOf([['a'], ['b'], ['c'], ['d'], ['e'], ['f'], ['g']]),
+    sentenceOf([['x', '##y'], ['z', '##w', '##v']]),
+  ];
+  for (const grouped of [true, false]) {
+    for (const showSpecial of [true, false]) {
+      const kept = new TokenChips({ label: 'kept', onSelect: () => {}, grouped, roving: true });
+      const chart = new RowChart({ track: true });
+      let first = null;
+      for (const [k, s] of sentences.entries()) {
+        const row = Float32Array.from(s.tokens, (_, j) => (j + 1) / ((s.tokens.length * (s.tokens.length + 1)) / 2));
+        kept.update({ ...s }, 1, showSpecial);
+        chart.update({ tokens: s.tokens, roles: s.roles, row, selected: 1, showSpecial, scaleMax: 1 });
+        const fresh = new TokenChips({ label: 'kept', onSelect: () => {}, grouped, roving: true });
+        fresh.update({ ...s }, 1, showSpecial);
+        assert.equal(markup(kept.el), markup(fresh.el), `chips after sentence ${k} (grouped ${grouped}, showSpecial ${showSpecial})`);
+        if (grouped) {
+          // One span.word per word, holding its pieces in order; marked multi when it has several.
+          const words = [...kept.el.children];
+          assert.deepEqual(words.map((g) => [...g.children].map((c) => c.textContent).join(' ')), s.groups);
+          assert.deepEqual(words.map((g) => g.classList.contains('multi')), s.groups.map((g) => g.includes(' ')));
+          assert.deepEqual(words.map((g) => g.hidden), s.groups.map((g) => !showSpecial && g.startsWith('[')));
+        }
+        assert.deepEqual(kept.chips.map((c) => c.textContent), s.tokens.map((t) => t.text));
+        assert.deepEqual(chart.rows.map((r) => r.tr.querySelector('th').textContent), s.tokens.map((t) => t.text));
+        const freshChart = new RowChart({ track: true });
+        freshChart.update({ tokens: s.tokens, roles: s.roles, row, selected: 1, showSpecial, scaleMax: 1 });
+        assert.equal(markup(chart.table), markup(freshChart.table), `chart after sentence ${k} (showSpecial ${showSpecial})`);
+        if (k === 0) first = { chip: kept.chips[1], row: chart.rows[1].tr };
+      }
+      assert.equal(kept.chips[1], first.chip, 'the second token\'s chip is the same element');
+      assert.equal(chart.rows[1].tr, first.row, 'the second token\'s row is the same element');
+    }
+  }
 });
 
 test('the embed snippet holds the figure\'s state and the iframe its registered height', async () => {

@@ -264,6 +264,7 @@ class AttentionInstrument extends AttentionFigure {
       this.tableDetails);
     this._frame = true;
     this._shown = {};
+    this._tiles = null;  // the heatmap tiles go in the new picker (build)
   }
 
   // The parts drawn once per sentence: the heatmaps, one per head (the chips and the chart's rows are
@@ -272,7 +273,6 @@ class AttentionInstrument extends AttentionFigure {
     const { result } = view;
     this._built = result;
     this._shown = {};
-    this.cells = [];
     // The tokens along the heatmaps' axes: all of them, or without [CLS] and [SEP] when the
     // reader hides them (as the chips and the bars do). list: their positions in the result;
     // at[j]: token j's place on the axis, -1 when hidden; m: how many.
@@ -282,26 +282,41 @@ class AttentionInstrument extends AttentionFigure {
     this._axis = { showSpecial: view.showSpecial, list, at, m: list.length };
     const m = list.length;
     const picker = this.pickerSlot;
-    picker.style.setProperty('--heads', String(result.heads));
-    this.gridEl.classList.toggle('many', result.heads > PICKER_BESIDE_HEADS);
-    const children = [h('span')];
-    for (let head = 0; head < result.heads; ++head) children.push(h('span.axis', { text: `H${head + 1}`, 'aria-hidden': 'true' }));
-    for (let layer = 0; layer < result.layers; ++layer) {
-      children.push(h('span.axis', { text: `L${layer + 1}`, 'aria-hidden': 'true' }));
-      for (let head = 0; head < result.heads; ++head) {
-        const canvas = h('canvas', { 'aria-hidden': 'true' });
-        paintWeights(canvas, m, m, this.axisMatrix(result, layer, head));
-        const marker = h('span.marker', { 'aria-hidden': 'true', style: { height: `calc(100% / ${m})` } });
-        // The head's label, visible under its heatmap (not only in aria-label).
-        const label = headLabel(result, layer, head);
-        const cell = h('button.cell', {
-          type: 'button', tabindex: '-1', 'aria-pressed': 'false', dataset: { layer: String(layer), head: String(head) },
-        }, h('span.map', {}, canvas, marker), h('span.tag', { text: shortHeadLabel(label), title: label || undefined }));
-        this.cells.push({ cell, marker, layer, head });
-        children.push(cell);
+    // The tiles are made once per model shape and repainted for each sentence.
+    if (this._tiles !== `${result.layers}x${result.heads}`) {
+      this._tiles = `${result.layers}x${result.heads}`;
+      picker.style.setProperty('--heads', String(result.heads));
+      this.gridEl.classList.toggle('many', result.heads > PICKER_BESIDE_HEADS);
+      const children = [h('span')];
+      for (let head = 0; head < result.heads; ++head) children.push(h('span.axis', { text: `H${head + 1}`, 'aria-hidden': 'true' }));
+      this.tiles = [];
+      for (let layer = 0; layer < result.layers; ++layer) {
+        children.push(h('span.axis', { text: `L${layer + 1}`, 'aria-hidden': 'true' }));
+        for (let head = 0; head < result.heads; ++head) {
+          const canvas = h('canvas', { 'aria-hidden': 'true' });
+          const marker = h('span.marker', { 'aria-hidden': 'true' });
+          const tag = h('span.tag');
+          const cell = h('button.cell', {
+            type: 'button', tabindex: '-1', 'aria-pressed': 'false', dataset: { layer: String(layer), head: String(head) },
+          }, h('span.map', {}, canvas, marker), tag);
+          this.tiles.push({ cell, canvas, marker, tag, layer, head });
+          children.push(cell);
+        }
       }
+      picker.replaceChildren(...children);
     }
-    picker.replaceChildren(...children);
+    for (const { cell, canvas, marker, tag, layer, head } of this.tiles) {
+      paintWeights(canvas, m, m, this.axisMatrix(result, layer, head));
+      marker.style.height = `calc(100% / ${m})`;
+      // The head's label, visible under its heatmap (not only in aria-label).
+      const label = headLabel(result, layer, head);
+      setText(tag, shortHeadLabel(label));
+      if (label) tag.title = label;
+      else tag.removeAttribute('title');
+      cell.setAttribute('aria-pressed', 'false');
+      cell.tabIndex = -1;
+    }
+    this.cells = this.tiles;
     const z = this.zoom;
     const dense = m > MAX_LABELLED;
     z.el.classList.toggle('dense', dense);

@@ -30,37 +30,36 @@ export const css = ([r, g, b]) => `rgb(${r} ${g} ${b})`;
 export const prefersDark = () =>
   typeof matchMedia === 'function' && matchMedia('(prefers-color-scheme: dark)').matches;
 
-// weightColour at 1,024 steps of its square-root scale, packed as RGBA bytes, for painting
-// whole matrices (a step is under one unit of any channel).
+// weightColour at 1,024 steps of its square-root scale, packed as RGBA bytes and read four bytes
+// at a time (one 32-bit word per pixel, whatever the machine's byte order: the table's bytes and
+// the image's are both in RGBA order), for painting whole matrices (a step is under one unit of
+// any channel).
 const WEIGHT_STEPS = 1024;
 let weightTable = null;
 function weightLut() {
   if (!weightTable) {
-    weightTable = new Uint8ClampedArray(4 * (WEIGHT_STEPS + 1));
+    const bytes = new Uint8ClampedArray(4 * (WEIGHT_STEPS + 1));
     for (let k = 0; k <= WEIGHT_STEPS; ++k) {
       const [r, g, b] = interpolate(SEQUENTIAL, k / WEIGHT_STEPS);
-      weightTable.set([r, g, b, 255], 4 * k);
+      bytes.set([r, g, b, 255], 4 * k);
     }
+    weightTable = new Uint32Array(bytes.buffer);
   }
   return weightTable;
 }
 
 // Paints a rows x cols matrix of weights (row-major) into a canvas, one pixel per weight.
+// A canvas already of that size keeps its bitmap (every pixel is written).
 export function paintWeights(canvas, rows, cols, weights) {
-  canvas.width = cols;
-  canvas.height = rows;
+  if (canvas.width !== cols) canvas.width = cols;
+  if (canvas.height !== rows) canvas.height = rows;
   const ctx = canvas.getContext('2d');
   const image = ctx.createImageData(cols, rows);
   const lut = weightLut();
-  const data = image.data;
+  const pixels = new Uint32Array(image.data.buffer, image.data.byteOffset, rows * cols);
   for (let k = 0, n = rows * cols; k < n; ++k) {
     const w = weights[k];
-    const step = w > 0 ? Math.min(WEIGHT_STEPS, Math.round(Math.sqrt(w) * WEIGHT_STEPS)) : 0;
-    const o = 4 * step;
-    data[4 * k] = lut[o];
-    data[4 * k + 1] = lut[o + 1];
-    data[4 * k + 2] = lut[o + 2];
-    data[4 * k + 3] = 255;
+    pixels[k] = lut[w > 0 ? Math.min(WEIGHT_STEPS, Math.round(Math.sqrt(w) * WEIGHT_STEPS)) : 0];
   }
   ctx.putImageData(image, 0, 0);
 }

@@ -51,36 +51,57 @@ export class TokenChips {
     }
   }
 
+  // The chips (and the words' groups) are kept from one sentence to the next and rewritten where
+  // they differ: a sentence typed on lays out its new tokens, not a new list.
   build(result, showSpecial) {
     this.tokens = result.tokens;
     this.showSpecial = showSpecial;
     this.selected = -1;
-    const groups = [];
-    let group = null;
-    let groupWord = null;
-    // One chip is made and cloned for every token.
-    const template = h('button.chip', { type: 'button', 'aria-pressed': 'false', tabindex: this.roving ? '-1' : undefined });
-    this.chips = result.tokens.map((token, i) => {
-      const special = isSpecial(result.roles, i);
+    const n = result.tokens.length;
+    for (const chip of this.chips.splice(n)) chip.remove();
+    const template = h('button.chip', { type: 'button', tabindex: this.roving ? '-1' : undefined });
+    while (this.chips.length < n) {
       const chip = template.cloneNode(false);
-      chip.dataset.token = String(i);
-      chip.textContent = token.text;
-      if (special) {
-        chip.classList.add('special');
-        if (!showSpecial) chip.hidden = true;
-      }
-      if (this.grouped) {
-        if (!group || token.word < 0 || token.word !== groupWord) {
-          group = h('span.word', { role: 'presentation', hidden: special && !showSpecial });
-          groupWord = token.word;
-          groups.push(group);
-        }
-        group.append(chip);
-        if (group.children.length > 1) group.classList.add('multi');
-      }
-      return chip;
+      chip.dataset.token = String(this.chips.length);
+      this.chips.push(chip);
+    }
+    this.groups ??= [];
+    const wanted = [];  // per group: [first token, past the last]
+    result.tokens.forEach((token, i) => {
+      const chip = this.chips[i];
+      const special = isSpecial(result.roles, i);
+      if (chip.textContent !== token.text) chip.textContent = token.text;
+      if (chip.classList.contains('special') !== special) chip.classList.toggle('special', special);
+      if (chip.hidden !== (special && !showSpecial)) chip.hidden = special && !showSpecial;
+      if (chip.getAttribute('aria-pressed') !== 'false') chip.setAttribute('aria-pressed', 'false');
+      if (this.roving && chip.tabIndex !== -1) chip.tabIndex = -1;
+      const last = wanted[wanted.length - 1];
+      if (!last || token.word < 0 || token.word !== result.tokens[i - 1].word) wanted.push([i, i + 1]);
+      else last[1] = i + 1;
     });
-    this.el.replaceChildren(...(this.grouped ? groups : this.chips));
+    if (!this.grouped) {
+      this.sync(this.el, this.chips);
+      return;
+    }
+    for (const group of this.groups.splice(wanted.length)) group.remove();
+    wanted.forEach(([first, past], g) => {
+      const group = this.groups[g] ?? (this.groups[g] = h('span.word', { role: 'presentation' }));
+      this.sync(group, this.chips.slice(first, past));
+      const special = isSpecial(result.roles, first);
+      group.hidden = special && !showSpecial;
+      group.classList.toggle('multi', past - first > 1);
+    });
+    this.sync(this.el, this.groups);
+  }
+
+  // Makes parent's children exactly `children`, moving nothing that is already in place.
+  sync(parent, children) {
+    const now = parent.children;
+    if (now.length === children.length && children.every((c, k) => now[k] === c)) return;
+    let k = 0;
+    while (k < children.length && now[k] === children[k]) ++k;
+    while (now.length > k) now[k].remove();
+    parent.append(...children.slice(k));
   }
 
   update(result, selected, showSpecial) {
