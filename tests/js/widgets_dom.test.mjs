@@ -14,6 +14,7 @@ const { DEFAULT_WORD_TEXT } = await import('../../web/state.js');
 const { TokenChips } = await import('../../web/widgets/controls.js');
 const { RowChart } = await import('../../web/widgets/bars.js');
 const { ROLE } = await import('../../web/engine/result.js');
+const { panelsPerRow } = await import('../../web/widgets/attention-heads.js');
 await import('../../web/widgets/index.js');
 
 after(closeWindow);
@@ -154,6 +155,11 @@ test('the row figure draws one chip per token, hides [CLS] and [SEP] on request 
   row.shadowRoot.querySelectorAll('button.chip')[2].click();
   assert.deepEqual(await picked, { token: 2 });
   row.remove();
+});
+
+test('the heads figure puts a layer in one row of up to eight panels, else in rows of equal length', () => {
+  const cases = { 1: 1, 2: 2, 4: 4, 8: 8, 12: 6, 16: 8, 6: 6, 20: 5, 24: 8, 11: 6 };
+  for (const [heads, perRow] of Object.entries(cases)) assert.equal(panelsPerRow(Number(heads)), perRow, `${heads} heads`);
 });
 
 // A sentence as the chips and the chart read it: tokens (text, word index; -1 for [CLS] and

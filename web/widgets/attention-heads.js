@@ -21,12 +21,21 @@ const MAX_LABELLED = 30;
 // MAX_AXIS_STEP the strip is left out. The readout names any column's token.
 const MAX_AXIS_PX = 14;
 const MAX_AXIS_STEP = 3;
+// On a wide screen a layer's heads are one row of panels, up to MAX_PER_ROW of them (a panel
+// narrower than about 8em cuts its label and its reading); a layer with more heads takes two
+// or more rows of equal length, so that every layer starts a row (12 heads: two rows of 6).
+const MAX_PER_ROW = 8;
+export function panelsPerRow(heads) {
+  const rows = Math.ceil(heads / MAX_PER_ROW);
+  for (let r = rows; r <= rows + 1; ++r) if (heads % r === 0) return heads / r;
+  return Math.ceil(heads / rows);
+}
 const ordinal = (k) => ({ 2: 'second', 3: 'third' })[k] ?? `${k}th`;
 
 class AttentionHeads extends AttentionFigure {
   static css = `
   .multiples { display: grid; gap: 0.5em; grid-template-columns: repeat(2, minmax(0, 1fr)); }
-  @container (min-width: 520px) { .multiples { grid-template-columns: repeat(var(--heads), minmax(0, 1fr)); } }
+  @container (min-width: 520px) { .multiples { grid-template-columns: repeat(var(--per-row), minmax(0, 1fr)); } }
   .multiple {
     text-align: left; padding: 0.35em 0.45em; border: 2px solid var(--attn-line); border-radius: 6px;
     background: var(--attn-bg); min-width: 0; display: block; width: 100%;
@@ -190,7 +199,7 @@ class AttentionHeads extends AttentionFigure {
         panels.push({ button, description, columns: columnPath, self: selfPath, ratio, fav, plot: chart, labels: axis ? [...axis.children] : [] });
       }
     }
-    const group = h('div.multiples', { role: 'group', style: { '--heads': String(result.heads) } }, panels.map((p) => p.button), panels.map((p) => p.description));
+    const group = h('div.multiples', { role: 'group', style: { '--per-row': String(panelsPerRow(result.heads)) } }, panels.map((p) => p.button), panels.map((p) => p.description));
     unwatchWidth(this._axisPlot);
     this._axisPlot = labelled ? first : null;
     // The labels thinned for the columns' width, counted from the selected token's column; again
