@@ -9,8 +9,12 @@
 // A benchmark, not a test: the host's other load moves the times (the bytes do not move).
 // Needs the assembled site (node scripts/site/build_site.mjs).
 // Usage: node scripts/bench/bench_load.mjs [--mbit 20] [--latency-ms 20] [--runs 3] [--json FILE] [--phone]
+//                                         [--web DIR] [--layouts split,single]
 //   --phone: the phone of bench_page.mjs (390 px touch screen, CPU 4x slower, 20 Mbit/s, 40 ms unless
 //   --mbit/--latency-ms say otherwise), and the longest main-thread task until live
+//   --web: serve another assembled site (another version, or one built for another model: a clone
+//   where `scripts/run.sh --model NAME` or build_site.mjs --default NAME.compact ran)
+//   --layouts: the layouts to measure (at bert-base's shape the single file alone is 199 MB)
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,9 +23,9 @@ import { launchChromium, serve } from '../../tests/browser/harness.mjs';
 import { benchPage, median, networkConditions, OBSERVE_LONG_TASKS, PHONE } from './bench_page.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const web = join(root, 'web');
 const args = process.argv.slice(2);
 const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+const web = option('--web', join(root, 'web'));
 const phone = args.includes('--phone');
 const mbit = Number(option('--mbit', String(phone ? PHONE.mbit : 20)));
 const latencyMs = Number(option('--latency-ms', String(phone ? PHONE.latencyMs : 20)));
@@ -31,10 +35,14 @@ const TIMEOUT_MS = 300000;
 
 const manifest = JSON.parse(readFileSync(join(web, 'models', 'manifest.json'), 'utf8'));
 const entry = manifest.models[manifest.default];
-const LAYOUTS = {
+const ALL_LAYOUTS = {
   split: '',
   single: `?model-src=${encodeURIComponent(`models/${entry.file}`)}`,
 };
+const LAYOUTS = Object.fromEntries(option('--layouts', 'split,single').split(',').map((name) => {
+  if (!(name in ALL_LAYOUTS)) throw new Error(`bench_load: --layouts takes split and single, not ${name}`);
+  return [name, ALL_LAYOUTS[name]];
+}));
 
 const conditions = networkConditions(mbit, latencyMs);
 
@@ -85,7 +93,7 @@ try {
   server.close();
 }
 const device = phone ? `a phone (${PHONE.viewport.width} px, CPU ${PHONE.cpuSlowdown}x slower)` : 'a desktop (1280 px)';
-console.log(`Cold first visit on ${device} at ${mbit} Mbit/s, ${latencyMs} ms latency (Chromium network emulation), ${runs} interleaved run(s) each; medians:`);
+console.log(`${manifest.default}: cold first visit on ${device} at ${mbit} Mbit/s, ${latencyMs} ms latency (Chromium network emulation), ${runs} interleaved run(s) each; medians:`);
 console.log('| layout | MB transferred until live | of which model | shards (requests) | wasm | page | time to live (s) | last byte to live (ms) | longest main-thread task until live (ms) |');
 console.log('|---|---|---|---|---|---|---|---|---|');
 for (const layout of Object.keys(LAYOUTS)) {
