@@ -264,7 +264,7 @@ class AttentionInstrument extends AttentionFigure {
       this.tableDetails);
     this._frame = true;
     this._shown = {};
-    this._tiles = null;  // the heatmap tiles go in the new picker (build)
+    this._cellsShape = null;  // the heatmap tiles go in the new picker (build)
   }
 
   // The parts drawn once per sentence: the heatmaps, one per head (the chips and the chart's rows are
@@ -283,13 +283,13 @@ class AttentionInstrument extends AttentionFigure {
     const m = list.length;
     const picker = this.pickerSlot;
     // The tiles are made once per model shape and repainted for each sentence.
-    if (this._tiles !== `${result.layers}x${result.heads}`) {
-      this._tiles = `${result.layers}x${result.heads}`;
+    if (this._cellsShape !== `${result.layers}x${result.heads}`) {
+      this._cellsShape = `${result.layers}x${result.heads}`;
       picker.style.setProperty('--heads', String(result.heads));
       this.gridEl.classList.toggle('many', result.heads > PICKER_BESIDE_HEADS);
       const children = [h('span')];
       for (let head = 0; head < result.heads; ++head) children.push(h('span.axis', { text: `H${head + 1}`, 'aria-hidden': 'true' }));
-      this.tiles = [];
+      this.cells = [];
       for (let layer = 0; layer < result.layers; ++layer) {
         children.push(h('span.axis', { text: `L${layer + 1}`, 'aria-hidden': 'true' }));
         for (let head = 0; head < result.heads; ++head) {
@@ -299,13 +299,13 @@ class AttentionInstrument extends AttentionFigure {
           const cell = h('button.cell', {
             type: 'button', tabindex: '-1', 'aria-pressed': 'false', dataset: { layer: String(layer), head: String(head) },
           }, h('span.map', {}, canvas, marker), tag);
-          this.tiles.push({ cell, canvas, marker, tag, layer, head });
+          this.cells.push({ cell, canvas, marker, tag, layer, head });
           children.push(cell);
         }
       }
       picker.replaceChildren(...children);
     }
-    for (const { cell, canvas, marker, tag, layer, head } of this.tiles) {
+    for (const { cell, canvas, marker, tag, layer, head } of this.cells) {
       paintWeights(canvas, m, m, this.axisMatrix(result, layer, head));
       marker.style.height = `calc(100% / ${m})`;
       // The head's label, visible under its heatmap (not only in aria-label).
@@ -316,7 +316,6 @@ class AttentionInstrument extends AttentionFigure {
       cell.setAttribute('aria-pressed', 'false');
       cell.tabIndex = -1;
     }
-    this.cells = this.tiles;
     const z = this.zoom;
     const dense = m > MAX_LABELLED;
     z.el.classList.toggle('dense', dense);

@@ -59,7 +59,7 @@ export class TokenChips {
     this.selected = -1;
     const n = result.tokens.length;
     for (const chip of this.chips.splice(n)) chip.remove();
-    const template = h('button.chip', { type: 'button', tabindex: this.roving ? '-1' : undefined });
+    const template = this.chips.length < n ? h('button.chip', { type: 'button', tabindex: this.roving ? '-1' : undefined }) : null;
     while (this.chips.length < n) {
       const chip = template.cloneNode(false);
       chip.dataset.token = String(this.chips.length);
@@ -97,7 +97,6 @@ export class TokenChips {
   // Makes parent's children exactly `children`, moving nothing that is already in place.
   sync(parent, children) {
     const now = parent.children;
-    if (now.length === children.length && children.every((c, k) => now[k] === c)) return;
     let k = 0;
     while (k < children.length && now[k] === children[k]) ++k;
     while (now.length > k) now[k].remove();
