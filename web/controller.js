@@ -1,7 +1,8 @@
 // "Text in, view out", once for every page: the article (article.js), a figure used on its own
 // (widgets/base.js) and the series' posts (posts/common.js) are adapters of what is here.
 //   - textRefusal: why a text the reader submitted is not analysed (empty, or longer than the
-//     engine takes and a link holds), in one wording.
+//     engine takes and a link holds), in one wording; refuseLongPastes: a sentence box refuses
+//     a paste or drop that would make it that long.
 //   - EngineSession: the page's shared engine as one piece of state {engine, progress, error,
 //     restarting}: the download's progress summed over its files, a failure with a retry, and,
 //     after a trap (the engine's worker ended), a new engine from the cached files while the
@@ -24,6 +25,28 @@ export function textRefusal(text, keeps) {
   // tooLong's limit is MAX_LINK_TEXT's (state.js defines the one as the other).
   const long = tooLong(value);
   return long ? `${long} Shorten it to analyse it. ${keeps}` : null;
+}
+
+// A paste or a drop that would make a sentence box's text longer than the engine takes is refused
+// before it reaches the box, and `say(message)` says why (textRefusal's words, then `keeps`). Held
+// in the box such a text would cost every frame a layout of all of it (Chromium took 80-130 ms for
+// 1 MB on this machine) for a text nothing can analyse; refused, the box keeps what it had and the
+// reader's clipboard still holds the paste. Typing, or a script setting the value, still reaches
+// textRefusal on submit.
+export function refuseLongPastes(input, say, keeps) {
+  const guard = (event) => {
+    const added = (event.clipboardData ?? event.dataTransfer)?.getData('text/plain') ?? '';
+    if (added.length <= MAX_LINK_TEXT - input.value.length) return;
+    // A paste replaces the selection; a drop inserts where it lands.
+    const start = event.type === 'paste' ? input.selectionStart ?? input.value.length : input.value.length;
+    const end = event.type === 'paste' ? input.selectionEnd ?? start : start;
+    const text = input.value.slice(0, start) + added + input.value.slice(end);
+    if (!tooLong(text)) return;
+    event.preventDefault();
+    say(`${tooLong(text)} The box refused the ${event.type === 'paste' ? 'paste' : 'dropped text'} and keeps what it had. ${keeps}`);
+  };
+  input.addEventListener('paste', guard);
+  input.addEventListener('drop', guard);
 }
 
 // The state a page keeps in its hash: keys {name: 'text' | 'index' | 'flag' | 'name'}.

@@ -1,6 +1,7 @@
 // Bounded work, in Debian's Chromium: a 1 MB paste into the article's sentence box is refused
-// with a clear message within 100 ms, freezes nothing (no main-thread task over 100 ms) and
-// loses nothing (the figures keep the last sentence, the box keeps the paste); a text over the
+// whole with a clear message, freezes nothing (no main-thread task over 100 ms) and loses nothing
+// (the figures keep the last sentence, the box what it had, the clipboard the paste); a 1 MB text
+// set by a script is refused by the input event and kept in the box; a text over the
 // model's 512 positions is cut with a visible note saying where; a post's sentence box refuses,
 // without cutting, a sentence longer than its link holds; lone surrogates typed from JS
 // reach the tokenizer replaced, not thrown. Needs the assembled site:
@@ -14,7 +15,9 @@ import { openInstrument, shownSentence, startSite, typeSentence, waitReady } fro
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
-const MESSAGE_MS = 100;
+const TASK_MS = 100;
+// A paste of a whole book, 1 MB.
+const BOOK = 'a paste of a whole book '.repeat(43691).slice(0, 1048576);
 
 let site;
 
@@ -27,45 +30,59 @@ after(() => site?.close());
 const instrumentText = (page) => page.evaluate(() => document.getElementById('instrument').shadowRoot.textContent);
 
 describe('bounded work', { timeout: 300000 }, () => {
-  test('a 1 MB paste gives its message within 100 ms, without a long task, and loses nothing', async () => {
+  test('a 1 MB paste is refused at once, without a long task, and loses nothing', async () => {
+    const { page, context, errors } = await site.open('');
+    await context.grantPermissions(['clipboard-read', 'clipboard-write']);
+    await openInstrument(page);
+    const before = 'The figures keep this sentence.';
+    await typeSentence(page, before);
+    const hashBefore = await page.evaluate(() => location.hash);
+    // The paste's text goes on the clipboard in a task of its own (making 1 MB of text is the
+    // test's work, not the page's), then a real Ctrl+V into the box, watched for long tasks.
+    await page.evaluate((text) => navigator.clipboard.writeText(text), BOOK);
+    await page.evaluate(() => {
+      window.longTasks = [];
+      new PerformanceObserver((list) => { for (const e of list.getEntries()) window.longTasks.push(e.duration); }).observe({ type: 'longtask' });
+    });
+    await page.locator('#instrument input#sentence').selectText();
+    await page.keyboard.press('Control+V');
+    await page.waitForFunction(() => /characters long/.test(document.getElementById('instrument').shadowRoot.textContent), null, { timeout: 2000 });
+    await page.waitForTimeout(500);
+    const longest = await page.evaluate(() => Math.max(0, ...window.longTasks));
+    const held = (await page.inputValue('#instrument input#sentence')).length;
+    console.log(`# 1 MB paste: the box holds ${held} characters after it; longest main-thread task meanwhile ${longest.toFixed(0)} ms`);
+    assert.ok(longest <= TASK_MS, `a main-thread task took ${longest.toFixed(0)} ms`);
+    assert.equal(await page.inputValue('#instrument input#sentence'), before, 'the box took the paste');
+    assert.equal(await shownSentence(page), before, 'the figures lost the last sentence');
+    assert.equal(await page.evaluate(() => location.hash), hashBefore, 'the paste reached the URL');
+    assert.match(await instrumentText(page), /1,048,576 characters long; the page takes at most 20,000 .*The box refused the paste and keeps what it had/);
+    // The clipboard still holds it: nothing the reader had is lost.
+    assert.equal((await page.evaluate(() => navigator.clipboard.readText())).length, BOOK.length);
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('a 1 MB text set by a script is refused as it arrives and is not cut', async () => {
     const { page, context, errors } = await site.open('');
     await openInstrument(page);
     const before = 'The figures keep this sentence.';
     await typeSentence(page, before);
     const hashBefore = await page.evaluate(() => location.hash);
-    const outcome = await page.evaluate(async () => {
-      const longest = [];
-      const observer = new PerformanceObserver((list) => { for (const e of list.getEntries()) longest.push(e.duration); });
-      observer.observe({ type: 'longtask', buffered: false });
+    // No paste event: the box holds the text (the browser's layout of it is its own cost) and
+    // the refusal is said in the input event's own handler, before anything else runs.
+    const outcome = await page.evaluate((text) => {
       const root = document.getElementById('instrument').shadowRoot;
       const input = root.querySelector('input#sentence');
-      input.focus();
-      const text = 'a paste of a whole book '.repeat(43691).slice(0, 1048576);
-      const t0 = performance.now();
-      // What a paste does: the browser inserts the text and fires input.
-      const data = new DataTransfer();
-      data.setData('text/plain', text);
-      input.select();
-      input.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true, composed: true }));
-      if (input.value !== text) {
-        input.value = text;
-        input.dispatchEvent(new InputEvent('input', { bubbles: true, composed: true, inputType: 'insertFromPaste' }));
-      }
-      const said = () => /characters long/.test(root.textContent);
-      while (!said() && performance.now() - t0 < 2000) await new Promise((r) => setTimeout(r, 1));
-      const ms = performance.now() - t0;
-      await new Promise((r) => setTimeout(r, 400));
-      observer.disconnect();
-      return { ms, said: said(), kept: input.value.length, longest: Math.max(0, ...longest) };
-    });
-    console.log(`# 1 MB paste: message after ${outcome.ms.toFixed(1)} ms, longest task ${outcome.longest.toFixed(0)} ms`);
-    assert.ok(outcome.said, 'no message said the text was too long');
-    assert.ok(outcome.ms <= MESSAGE_MS, `the message took ${outcome.ms.toFixed(1)} ms`);
-    assert.ok(outcome.longest <= MESSAGE_MS, `a main-thread task took ${outcome.longest.toFixed(0)} ms`);
-    assert.equal(outcome.kept, 1048576, 'the paste was cut');
+      input.value = text;
+      input.dispatchEvent(new InputEvent('input', { bubbles: true, composed: true, inputType: 'insertFromPaste' }));
+      return { said: /characters long/.test(root.textContent), kept: input.value.length };
+    }, BOOK);
+    assert.ok(outcome.said, 'the input event did not say the text was too long');
+    assert.equal(outcome.kept, BOOK.length, 'the text was cut');
+    await page.waitForTimeout(400);
     assert.equal(await shownSentence(page), before, 'the figures lost the last sentence');
-    assert.equal(await page.evaluate(() => location.hash), hashBefore, 'the paste reached the URL');
-    assert.match(await instrumentText(page), /1,048,576 characters long; the page takes at most 20,000/);
+    assert.equal(await page.evaluate(() => location.hash), hashBefore, 'the text reached the URL');
+    assert.match(await instrumentText(page), /1,048,576 characters long; the page takes at most 20,000.*Shorten it/);
     assert.deepEqual(errors, []);
     await context.close();
   });
@@ -79,8 +96,16 @@ describe('bounded work', { timeout: 300000 }, () => {
     await page.press('#sentence', 'Enter');
     await page.waitForFunction(() => /characters long/.test(document.getElementById('yours').textContent));
     assert.match(await page.locator('#yours').textContent(), /21,000 characters long; the page takes at most 20,000/);
-    assert.equal((await page.inputValue('#sentence')).length, tooLong.length, 'the box cut the paste');
+    assert.equal((await page.inputValue('#sentence')).length, tooLong.length, 'the box cut the text');
     assert.equal(await page.evaluate(() => location.hash), hashBefore);
+    // Pasted, the same text is refused whole and the box keeps what it had.
+    await context.grantPermissions(['clipboard-read', 'clipboard-write']);
+    await page.evaluate((text) => navigator.clipboard.writeText(text), tooLong);
+    await page.fill('#sentence', 'A short one.');
+    await page.locator('#sentence').selectText();
+    await page.keyboard.press('Control+V');
+    await page.waitForFunction(() => /The box refused the paste/.test(document.getElementById('yours').textContent));
+    assert.equal(await page.inputValue('#sentence'), 'A short one.', 'the box took the paste');
     // A long sentence the engine takes goes into the link and reads back from it (one limit for
     // links and for the engine: web/state.js, MAX_LINK_TEXT).
     const long = 'a very long sentence '.repeat(300);

@@ -6,7 +6,7 @@
 import { loadSetStatistics } from '../engine/sets.js';
 import { DEFAULT_MANIFEST_URL, loadManifest } from '../engine/engine.js';
 import { keepForOffline } from '../offline.js';
-import { EngineSession, progressText, readHash, textRefusal, writeHash } from '../controller.js';
+import { EngineSession, progressText, readHash, refuseLongPastes, textRefusal, writeHash } from '../controller.js';
 import { headLabel } from '../engine/result.js';
 import { describeModel, FIXED_LABELS, modelPhrase, POSITIONAL_LABELS } from '../widgets/data.js';
 import { fmt, h, scrollBox, thousands } from '../widgets/dom.js';
@@ -142,10 +142,12 @@ export function replaceKeepingFocus(slot, ...children) {
 // A sentence box with a submit button; `onSubmit(text)` gets what the reader typed, as data. An
 // empty text, or one longer than the engine takes and a link holds, is refused in `error` (the
 // caller places it) in the controller's words followed by `keeps` (what stays on screen), and
-// onSubmit is not called; nothing the reader pasted is cut.
+// onSubmit is not called; nothing the reader typed is cut (a paste that long is refused whole:
+// refuseLongPastes).
 export function sentenceForm({ value, label = 'Your sentence', onSubmit, keeps = 'The table below still shows the last one.' }) {
   const error = h('p.error-line', { role: 'status' });
   const input = h('input', { type: 'text', id: 'sentence', value, autocomplete: 'off', spellcheck: 'false' });
+  refuseLongPastes(input, (message) => { error.textContent = message; }, keeps);
   const submit = (e) => {
     e.preventDefault();
     const refusal = textRefusal(input.value, keeps);

@@ -14,7 +14,7 @@ import { CHIP_CSS, TokenChips } from './controls.js';
 import { CellReadout, partAt, wireProbe } from './readout.js';
 import { PRESETS } from '../state.js';
 import { tooLong } from '../engine/engine.js';
-import { textRefusal } from '../controller.js';
+import { refuseLongPastes, textRefusal } from '../controller.js';
 
 const INPUT_DELAY_MS = 300;
 // Above this many tokens the enlarged heatmap's rows are too thin for their labels; the readout
@@ -171,6 +171,7 @@ class AttentionInstrument extends AttentionFigure {
     const presets = h('div.presets', { role: 'group', 'aria-label': 'Preset sentences' },
       PRESETS.map((text) => h('button', { type: 'button', title: text, text, on: { click: () => { input.value = text; this.commitSentence(); } } })));
     this.inputError = h('div.input-error', { role: 'alert' });
+    refuseLongPastes(input, (message) => setText(this.inputError, message), 'The figures still show the last sentence.');
     // What the sentence box does now: while the example is shown, why it is greyed out (a
     // disabled field alone looks like one that ignores typing); once live, how to use it. Always
     // one line of about the same length, so the figures below never move when it changes.
@@ -591,8 +592,9 @@ class AttentionInstrument extends AttentionFigure {
 
   onTyping() {
     clearTimeout(this._timer);
-    // A paste longer than the engine takes is refused at once (no analysis, no history entry,
-    // nothing cut silently: the box keeps what was pasted, and the figures the last sentence).
+    // A text longer than the engine takes (a paste is refused before it gets here: refuseLongPastes)
+    // is refused at once (no analysis, no history entry, nothing cut silently: the box keeps it,
+    // and the figures the last sentence).
     if (tooLong(this.input.value)) {
       this.commitSentence();
       return;
