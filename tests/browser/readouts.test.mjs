@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { figuresDrawn, modelShape, startSite } from './harness.mjs';
+import { weightColour } from '../../web/widgets/colour.js';
 import { THEME_PROPERTIES } from '../../web/widgets/style.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -74,6 +75,65 @@ async function engineCell(page, { sentence, layer, head, row, column }) {
       label: headLabel(result, a.layer, a.head) ?? '',
     };
   }, { sentence, layer, head, row, column });
+}
+
+// What Figure 1's tiles show, read back from the picker's one canvas: for every tile, the colour
+// at the centre of each cell of its heatmap (the rows next to the marked one left out: the marker
+// is drawn over their edges), and the colour just above the marked row at the tile's middle; with
+// the engine's own weights for them, its n and the axis (the tokens the tiles show).
+async function tilePixels(page, sentence) {
+  return page.evaluate(async (sentence) => {
+    const { getEngine } = await import('/engine/engine.js');
+    const { attentionMatrix, isSpecial } = await import('/engine/result.js');
+    const result = await (await getEngine()).analyze(sentence);
+    const root = document.getElementById('instrument').shadowRoot;
+    const canvas = root.querySelector('.picker canvas.tiles');
+    const box = canvas.getBoundingClientRect();
+    const image = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
+    const scale = canvas.width / box.width;
+    const at = (x, y) => {
+      const o = (Math.floor((y - box.top) * scale) * canvas.width + Math.floor((x - box.left) * scale)) * 4;
+      return [...image.data.subarray(o, o + 4)];
+    };
+    const token = Number(root.querySelector('table.bars').dataset.token);
+    const hidden = !root.querySelector('label.options input[type="checkbox"]').checked;
+    const axis = result.tokens.map((_, j) => j).filter((j) => !hidden || !isSpecial(result.roles, j));
+    const mark = axis.indexOf(token);
+    const m = axis.length;
+    const cells = [];
+    const markers = [];
+    for (const el of root.querySelectorAll('button.cell')) {
+      const layer = Number(el.dataset.layer);
+      const head = Number(el.dataset.head);
+      const r = el.querySelector('.map').getBoundingClientRect();
+      const weights = attentionMatrix(result, layer, head);
+      for (let row = 0; row < m; ++row) {
+        if (Math.abs(row - mark) <= 1) continue;
+        for (let column = 0; column < m; ++column) {
+          const pixel = at(r.left + ((column + 0.5) / m) * r.width, r.top + ((row + 0.5) / m) * r.height);
+          cells.push({ layer, head, row, column, pixel, weight: weights[axis[row] * result.n + axis[column]] });
+        }
+      }
+      markers.push({ layer, head, pixel: at(r.left + r.width / 2, r.top + (mark / m) * r.height - 0.5 / scale) });
+    }
+    const ink = getComputedStyle(canvas).color.match(/\d+/g).map(Number);
+    return { cells, markers, ink, m, rowPixels: (canvas.width / box.width) * (root.querySelector('button.cell .map').getBoundingClientRect().height / m) };
+  }, sentence);
+}
+
+// Every cell of every tile in weightColour's colour for the engine's weight (within one unit a
+// channel: the page's colour table has 1,024 steps), and the marker in the theme's ink.
+function assertTiles(shown, where) {
+  assert.ok(shown.rowPixels >= 2, `${where}: rows ${shown.rowPixels} pixels high, too few to read a cell's centre`);
+  let largest = 0;
+  for (const c of shown.cells) {
+    const want = [...weightColour(c.weight), 255];
+    const diff = Math.max(...want.map((v, i) => Math.abs(v - c.pixel[i])));
+    largest = Math.max(largest, diff);
+    assert.ok(diff <= 1, `${where}: L${c.layer + 1} H${c.head + 1} cell (${c.row}, ${c.column}) is ${c.pixel} for the weight ${c.weight} (${want})`);
+  }
+  console.log(`# ${where}: ${shown.cells.length} cells of ${shown.markers.length} tiles (${shown.m} tokens a side), largest channel difference ${largest}`);
+  for (const k of shown.markers) assert.deepEqual(k.pixel.slice(0, 3), shown.ink.slice(0, 3), `${where}: no marker above the selected row of L${k.layer + 1} H${k.head + 1}`);
 }
 
 const readoutOf = (page, host) => page.locator(`${host} p.readout:not(.echo)`).evaluate((el) => ({ ...el.dataset, text: el.textContent, visible: el.getBoundingClientRect().height > 0 }));
@@ -155,7 +215,7 @@ describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, (
     // the finger covered.
     const shape = await modelShape(page);
     const target = { layer: (shown.layer + 1) % shape.layers, head: (shown.head + 3) % shape.heads };
-    const canvas = page.locator(`#instrument button.cell[data-layer="${target.layer}"][data-head="${target.head}"] canvas`);
+    const canvas = page.locator(`#instrument button.cell[data-layer="${target.layer}"][data-head="${target.head}"] .map`);
     await canvas.scrollIntoViewIfNeeded();
     await scrolled(page);
     const { n } = await engineCell(page, { ...shown, row: 0, column: 0 });
@@ -202,7 +262,7 @@ describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, (
     const shown = await shownRow(page);
     const { n } = await engineCell(page, { ...shown, row: 0, column: 0 });
     const target = { layer: 2, head: 1 };
-    const canvas = page.locator(`#instrument button.cell[data-layer="${target.layer}"][data-head="${target.head}"] canvas`);
+    const canvas = page.locator(`#instrument button.cell[data-layer="${target.layer}"][data-head="${target.head}"] .map`);
     const cell = { ...target, row: n - 1, column: 0 };
     // Chrome moves the hover once a scroll ends (a synthetic mouse move where the mouse was, here
     // the open button's place): the mouse goes out of the way first, and that move is let pass.
@@ -233,22 +293,25 @@ describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, (
     await context.close();
   });
 
-  test('Figure 1 without [CLS] and [SEP]: the heatmaps leave them out, and a cell still reads its own tokens\u2019 weight', async () => {
+  test('Figure 1\u2019s tiles show the engine\u2019s weights with and without [CLS] and [SEP], and a cell still reads its own tokens\u2019 weight', async () => {
     const { context, page, errors } = await openLive();
     const shown = await shownRow(page);
     const { n, tokens } = await engineCell(page, { ...shown, row: 0, column: 0 });
+    assertTiles(await tilePixels(page, shown.sentence), 'with [CLS] and [SEP]');
     await page.locator('#instrument label.options input[type="checkbox"]').uncheck();
+    await page.waitForFunction(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve(true)))));
+    const without = await tilePixels(page, shown.sentence);
+    assert.equal(without.m, n - 2);
+    assertTiles(without, 'without [CLS] and [SEP]');
     const sizes = await page.locator('#instrument').evaluate((el) => ({
-      small: [...el.shadowRoot.querySelectorAll('button.cell canvas')].map((c) => [c.width, c.height]),
       zoom: [el.shadowRoot.querySelector('.zoom canvas').width, el.shadowRoot.querySelector('.zoom canvas').height],
       labels: [...el.shadowRoot.querySelectorAll('.zoom .cols span')].map((x) => x.textContent),
     }));
-    assert.ok(sizes.small.every(([w, h]) => w === n - 2 && h === n - 2), `small heatmaps of ${JSON.stringify(sizes.small[0])} for ${n} tokens`);
     assert.deepEqual(sizes.zoom, [n - 2, n - 2]);
     assert.deepEqual(sizes.labels, tokens.slice(1, -1));
     // The top left cell is now the first word reading the first word (tokens 1 and 1).
     const target = { layer: 1, head: 2 };
-    const canvas = page.locator(`#instrument button.cell[data-layer="${target.layer}"][data-head="${target.head}"] canvas`);
+    const canvas = page.locator(`#instrument button.cell[data-layer="${target.layer}"][data-head="${target.head}"] .map`);
     // The tile in view (the picker may reach below the screen), and its place read once the
     // picker is laid out again without [CLS] and [SEP].
     await canvas.scrollIntoViewIfNeeded();

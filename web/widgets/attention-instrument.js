@@ -14,6 +14,7 @@ import { CHIP_CSS, TokenChips } from './controls.js';
 import { CellReadout, partAt, wireProbe } from './readout.js';
 import { PRESETS } from '../state.js';
 import { tooLong } from '../engine/engine.js';
+import { TILES_CSS, WeightTiles } from './tiles.js';
 import { refuseLongPastes, textRefusal } from '../controller.js';
 
 const INPUT_DELAY_MS = 300;
@@ -68,12 +69,11 @@ class AttentionInstrument extends AttentionFigure {
     .grid.many .scale { max-width: 28em; }
   }
   .picker-title { font-size: 0.86em; color: var(--attn-muted); margin-bottom: 0.3em; }
-  .picker { display: grid; grid-template-columns: auto repeat(var(--heads), minmax(0, 1fr)); gap: 4px; align-items: center; }
+  .picker { position: relative; display: grid; grid-template-columns: auto repeat(var(--heads), minmax(0, 1fr)); gap: 4px; align-items: center; }
   .picker .axis { font-size: max(12px, 0.75em); color: var(--attn-muted); text-align: center; }
   .cell { position: relative; padding: 2px; border-radius: 5px; border: 2px solid transparent; background: none; min-height: 0; display: block; container: head-cell / inline-size; }
-  .cell canvas { display: block; width: 100%; aspect-ratio: 1; image-rendering: pixelated; border-radius: 2px; }
-  .cell .map { position: relative; display: block; }
-  .cell .marker { position: absolute; left: 0; right: 0; border: 1px solid var(--attn-fg); pointer-events: none; }
+  /* A tile's place: the picker's one canvas (WeightTiles) paints its heatmap and marker there. */
+  .cell .map { display: block; width: 100%; aspect-ratio: 1; touch-action: manipulation; }
   .cell .tag { display: block; font-size: max(12px, 0.66em); line-height: 1.25; color: var(--attn-muted); text-align: center; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
   .cell[aria-pressed="true"] .tag { color: var(--attn-fg); font-weight: 600; }
   /* A square too narrow for its label at the smallest type (12 x 12 heads on a phone) shows none
@@ -82,7 +82,6 @@ class AttentionInstrument extends AttentionFigure {
   @container head-cell (max-width: 40px) { .cell .tag { display: none; } }
   .cell[aria-pressed="true"] { border-color: var(--attn-bar); }
   .scale { height: 8px; border-radius: 2px; margin-top: 0.4em; }
-  .picker .map canvas { touch-action: manipulation; }
   /* The selected head enlarged, its tokens along both sides: the columns' labels read upwards,
      the rows' to the left. The type follows the size of a row, 12px to 13px (--label-size, set
      when the map's width is known), and where rows are closer than 12px only every second or
@@ -110,7 +109,7 @@ class AttentionInstrument extends AttentionFigure {
   .zoom .probe { outline: 2px solid var(--attn-focus); outline-offset: 0; }
   .zoom.dense .cols, .zoom.dense .rows { display: none; }
   .zoom.dense .zoom-grid { grid-template-columns: 0 minmax(0, 1fr); column-gap: 0; }
-  ` + CHIP_CSS;
+  ` + CHIP_CSS + TILES_CSS;
 
   constructor() {
     super();
@@ -189,6 +188,7 @@ class AttentionInstrument extends AttentionFigure {
       onKey: (event, i) => this.onChipKey(event, i),
     });
     this.pickerSlot = h('div.picker', { role: 'group', 'aria-label': 'Layer and head. Arrow keys move between them.' });
+    this.tiles = new WeightTiles(this.pickerSlot);
     this.pickerSlot.addEventListener('click', (event) => {
       const cell = event.target.closest?.('button.cell');
       if (!cell) return;
@@ -217,7 +217,7 @@ class AttentionInstrument extends AttentionFigure {
         this.showReadout();
         return;
       }
-      this.probeAt(cell.querySelector('canvas'), event, layer, head, source);
+      this.probeAt(cell.querySelector('.map'), event, layer, head, source);
     };
     wireProbe(this.pickerSlot, probeCell, () => this.leaveProbe());
     this.pickerSlot.addEventListener('focusin', (event) => {
@@ -283,7 +283,8 @@ class AttentionInstrument extends AttentionFigure {
     this._axis = { showSpecial: view.showSpecial, list, at, m: list.length };
     const m = list.length;
     const picker = this.pickerSlot;
-    // The tiles are made once per model shape and repainted for each sentence.
+    // The tiles are made once per model shape; their heatmaps are painted on the picker's one
+    // canvas (this.tiles) for each sentence.
     if (this._cellsShape !== `${result.layers}x${result.heads}`) {
       this._cellsShape = `${result.layers}x${result.heads}`;
       picker.style.setProperty('--heads', String(result.heads));
@@ -294,21 +295,20 @@ class AttentionInstrument extends AttentionFigure {
       for (let layer = 0; layer < result.layers; ++layer) {
         children.push(h('span.axis', { text: `L${layer + 1}`, 'aria-hidden': 'true' }));
         for (let head = 0; head < result.heads; ++head) {
-          const canvas = h('canvas', { 'aria-hidden': 'true' });
-          const marker = h('span.marker', { 'aria-hidden': 'true' });
+          const map = h('span.map', { 'aria-hidden': 'true' });
           const tag = h('span.tag');
           const cell = h('button.cell', {
             type: 'button', tabindex: '-1', 'aria-pressed': 'false', dataset: { layer: String(layer), head: String(head) },
-          }, h('span.map', {}, canvas, marker), tag);
-          this.cells.push({ cell, canvas, marker, tag, layer, head });
+          }, map, tag);
+          this.cells.push({ cell, map, tag, layer, head });
           children.push(cell);
         }
       }
       picker.replaceChildren(...children);
     }
-    for (const { cell, canvas, marker, tag, layer, head } of this.cells) {
-      paintWeights(canvas, m, m, this.axisMatrix(result, layer, head));
-      marker.style.height = `calc(100% / ${m})`;
+    const axisList = m === result.n ? null : list;
+    this.tiles.set(this.cells.map(({ map, layer, head }) => ({ el: map, weights: attentionMatrix(result, layer, head), n: result.n, list: axisList })), null);
+    for (const { cell, tag, layer, head } of this.cells) {
       // The head's label, visible under its heatmap (not only in aria-label).
       const label = headLabel(result, layer, head);
       setText(tag, shortHeadLabel(label));
@@ -472,6 +472,12 @@ class AttentionInstrument extends AttentionFigure {
     return reading;
   }
 
+  // The tiles' markers take the theme's ink (the base class may apply a theme before this
+  // class's constructor has made them).
+  themeChanged() {
+    this.tiles?.repaint();
+  }
+
   // The enlarged heatmap of the selected head: painted when the head or the sentence changes.
   updateZoom(view) {
     const { result, layer, head, token } = view;
@@ -521,9 +527,9 @@ class AttentionInstrument extends AttentionFigure {
         // The name starts with the tile's visible text (its short label), as WCAG's "label in name" asks.
         const tag = shortHeadLabel(headLabel(result, c.layer, c.head));
         c.cell.setAttribute('aria-label', `${tag ? `${tag}: ` : ''}${labelledHeadName(result, c.layer, c.head)}, ratio to uniform ${fmt(s.ratio_to_uniform, 2)} for ${result.tokens[token].text}`);
-        this.placeMarker(c.marker, token);
       }
     }
+    if (tokenChanged) this.tiles.setMark(this._axis.at[token] < 0 ? null : this._axis.at[token]);
     if (focusInChips && active !== this.chipList.chips[token]) this.chipList.chips[token].focus();
     if (focusInPicker) {
       const cell = this.cells.find((c) => c.layer === layer && c.head === head)?.cell;

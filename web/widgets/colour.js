@@ -48,6 +48,9 @@ function weightLut() {
   return weightTable;
 }
 
+// A weight's entry in weightLut.
+const weightStep = (w) => (w > 0 ? Math.min(WEIGHT_STEPS, Math.round(Math.sqrt(w) * WEIGHT_STEPS)) : 0);
+
 // Paints a rows x cols matrix of weights (row-major) into a canvas, one pixel per weight.
 // A canvas already of that size keeps its bitmap (every pixel is written).
 export function paintWeights(canvas, rows, cols, weights) {
@@ -57,11 +60,44 @@ export function paintWeights(canvas, rows, cols, weights) {
   const image = ctx.createImageData(cols, rows);
   const lut = weightLut();
   const pixels = new Uint32Array(image.data.buffer, image.data.byteOffset, rows * cols);
-  for (let k = 0, n = rows * cols; k < n; ++k) {
-    const w = weights[k];
-    pixels[k] = lut[w > 0 ? Math.min(WEIGHT_STEPS, Math.round(Math.sqrt(w) * WEIGHT_STEPS)) : 0];
-  }
+  for (let k = 0, n = rows * cols; k < n; ++k) pixels[k] = lut[weightStep(weights[k])];
   ctx.putImageData(image, 0, 0);
+}
+
+// Paints the n x n matrix `weights` (row-major), restricted to the positions in `list` (all n
+// when list is null), into the box {x, y, w, h} of a pixel buffer (one RGBA word per pixel,
+// `stride` pixels to a row): each pixel shows the weight nearest its centre, as a canvas of one
+// pixel per weight scaled with `image-rendering: pixelated` does.
+export function paintWeightsInto(pixels, stride, { x, y, w, h }, weights, n, list = null) {
+  const m = list ? list.length : n;
+  const lut = weightLut();
+  const columns = new Int32Array(w);
+  for (let px = 0; px < w; ++px) {
+    const c = Math.min(m - 1, Math.floor(((px + 0.5) * m) / w));
+    columns[px] = list ? list[c] : c;
+  }
+  // Each weight's colour is looked up once a row, however many pixels show it.
+  const colours = new Uint32Array(n);
+  const used = new Int32Array(m);
+  for (let c = 0; c < m; ++c) used[c] = list ? list[c] : c;
+  let last = -1;
+  for (let py = 0; py < h; ++py) {
+    const r = Math.min(m - 1, Math.floor(((py + 0.5) * m) / h));
+    let o = (y + py) * stride + x;
+    // A row of pixels on the same weights as the one above it is a copy of it.
+    if (r === last) {
+      pixels.copyWithin(o, o - stride, o - stride + w);
+      continue;
+    }
+    last = r;
+    const base = (list ? list[r] : r) * n;
+    if (w >= m) {
+      for (let c = 0; c < m; ++c) colours[used[c]] = lut[weightStep(weights[base + used[c]])];
+      for (let px = 0; px < w; ++px) pixels[o++] = colours[columns[px]];
+    } else {
+      for (let px = 0; px < w; ++px) pixels[o++] = lut[weightStep(weights[base + columns[px]])];
+    }
+  }
 }
 
 // Paints rows x cols values into a canvas, one pixel per value (CSS scales it up, pixelated).
