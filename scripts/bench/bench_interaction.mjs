@@ -7,10 +7,13 @@
 // the time from the model's last byte to the engine being ready and to live figures.
 // A benchmark, not a test: the host's other load moves the figures. Needs the assembled site
 // (node scripts/site/build_site.mjs).
-// Usage: node scripts/bench/bench_interaction.mjs [--json FILE] [--runs N] [--web DIR] [--phone] [--trace DIR]
+// Usage: node scripts/bench/bench_interaction.mjs [--json FILE] [--runs N] [--web DIR] [--against DIR] [--phone] [--trace DIR]
 //   --phone: the phone of bench_page.mjs (390 px touch screen, CPU 4x slower; the loading run at its
 //   20 Mbit/s, 40 ms network, cache off)
 //   --web: serve another copy of web/ (a checkout of an older version, to compare)
+//   --against: a second site measured in the same run, its runs interleaved with this one's (in
+//   alternating order, so a host that slows down weighs on both): each phase's median longest
+//   task and total, side by side, and how many runs kept every task of the phase within 100 ms
 //   --trace: a performance trace and CPU profile of each interaction phase (trace.mjs): the long
 //   tasks with what ran inside them and the JS functions with the most self time, printed, and the
 //   raw files written to DIR for DevTools. Tracing slows the page: read its times as shares.
@@ -28,6 +31,9 @@ const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name
 const jsonOut = option('--json', null);
 const runs = Number(option('--runs', '1'));
 const webDir = option('--web', join(root, 'web'));
+const againstDir = option('--against', null);
+// The phone budget of issue 29: no main-thread task over this after typing and clicks.
+const BUDGET_MS = 100;
 const phone = args.includes('--phone');
 const traceDir = option('--trace', null);
 if (traceDir) mkdirSync(traceDir, { recursive: true });
@@ -201,23 +207,29 @@ async function measureInteraction(browser, baseUrl) {
   return out;
 }
 
-const server = await serve(webDir);
-const baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
+const sites = [{ label: againstDir ? 'this' : null, dir: webDir }, ...(againstDir ? [{ label: 'against', dir: againstDir }] : [])];
 const browser = await launchChromium();
 const results = [];
 try {
+  for (const site of sites) {
+    site.server = await serve(site.dir);
+    site.baseUrl = `http://127.0.0.1:${site.server.server.address().port}/`;
+  }
   for (let r = 0; r < runs; ++r) {
-    results.push({ loading: await measureLoading(browser, baseUrl), interaction: await measureInteraction(browser, baseUrl) });
+    for (const site of r % 2 ? [...sites].reverse() : sites) {
+      results.push({ site: site.label, loading: await measureLoading(browser, site.baseUrl), interaction: await measureInteraction(browser, site.baseUrl) });
+    }
   }
 } finally {
   await browser.close();
-  server.close();
+  for (const site of sites) site.server?.close();
 }
 
 const ms = (v) => (v === null || v === undefined ? 'n/a' : `${Math.round(v)} ms`);
 console.log(phone ? `a phone: ${PHONE.viewport.width} px touch screen, CPU ${PHONE.cpuSlowdown}x slower; loading at ${PHONE.mbit} Mbit/s, ${PHONE.latencyMs} ms, cache off` : 'a desktop: 1280 px, no throttling');
 for (const [k, { loading: l, interaction: i }] of results.entries()) {
-  console.log(`run ${k + 1}: ${i.tokens} tokens${i.sentenceShown ? '' : ' (THE FINAL SENTENCE WAS NOT SHOWN)'}`);
+  const { site } = results[k];
+  console.log(`run ${k + 1}${site ? ` (${site})` : ''}: ${i.tokens} tokens${i.sentenceShown ? '' : ' (THE FINAL SENTENCE WAS NOT SHOWN)'}`);
   console.log('phase  | long tasks | longest | total');
   for (const [name, s] of [...Object.entries(i.phases), ['all', i.all]]) {
     console.log(`${name.padEnd(6)} | ${String(s.count).padStart(10)} | ${ms(s.longestMs).padStart(7)} | ${ms(s.totalMs).padStart(7)}`);
@@ -229,5 +241,25 @@ for (const [k, { loading: l, interaction: i }] of results.entries()) {
   console.log(`model's last byte to engine ready ${ms(l.modelLastByteToReadyMs)}, to live figures ${ms(l.modelLastByteToLiveMs)}; long tasks while loading: ${l.loadLongtasks.count}, longest ${ms(l.loadLongtasks.longestMs)}, total ${ms(l.loadLongtasks.totalMs)}`);
   if (i.errors.length) console.log(`page errors: ${i.errors.join('; ')}`);
   for (const [name, summary] of Object.entries(i.traces)) printTrace(name, summary);
+}
+// Medians over the runs, each site beside the other.
+if (results.length > 1) {
+  const median = (values) => {
+    const v = [...values].sort((a, b) => a - b);
+    return v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+  };
+  console.log(`\nmedians over ${runs} run${runs > 1 ? 's' : ''} a site${againstDir ? ` (this: ${webDir}; against: ${againstDir})` : ''}: longest task / total long-task time; runs with every task within ${BUDGET_MS} ms`);
+  const names = [...Object.keys(results[0].interaction.phases), 'all'];
+  console.log(`phase  | ${sites.map((x) => (x.label ?? 'site').padEnd(30)).join(' | ')}`);
+  for (const name of names) {
+    const cells = sites.map((site) => {
+      const mine = results.filter((x) => x.site === site.label).map((x) => (name === 'all' ? x.interaction.all : x.interaction.phases[name]));
+      const within = mine.filter((x) => x.longestMs <= BUDGET_MS).length;
+      return `${ms(median(mine.map((x) => x.longestMs)))} / ${ms(median(mine.map((x) => x.totalMs)))}; ${within} of ${mine.length}`.padEnd(30);
+    });
+    console.log(`${name.padEnd(6)} | ${cells.join(' | ')}`);
+  }
+  const live = sites.map((site) => `${site.label ?? 'site'} ${ms(median(results.filter((x) => x.site === site.label).map((x) => x.loading.liveMs)))}`);
+  console.log(`live figures since navigation (median): ${live.join(', ')}`);
 }
 if (jsonOut) writeFileSync(jsonOut, JSON.stringify(results, null, 2) + '\n');

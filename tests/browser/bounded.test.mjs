@@ -58,6 +58,16 @@ describe('bounded work', { timeout: 300000 }, () => {
     assert.match(await instrumentText(page), /1,048,576 characters long; the page takes at most 20,000 .*The box refused the paste and keeps what it had/);
     // The clipboard still holds it: nothing the reader had is lost.
     assert.equal((await page.evaluate(() => navigator.clipboard.readText())).length, BOOK.length);
+    // Dropped on the box, the same text is refused too (the drop's default action cancelled).
+    const dropped = await page.evaluate((text) => {
+      const root = document.getElementById('instrument').shadowRoot;
+      const data = new DataTransfer();
+      data.setData('text/plain', text);
+      const event = new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true, composed: true });
+      root.querySelector('input#sentence').dispatchEvent(event);
+      return { cancelled: event.defaultPrevented, said: /The box refused the dropped text/.test(root.textContent) };
+    }, BOOK);
+    assert.deepEqual(dropped, { cancelled: true, said: true }, 'a dropped 1 MB text was not refused');
     assert.deepEqual(errors, []);
     await context.close();
   });
