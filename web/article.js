@@ -7,9 +7,9 @@
 // reader's choices), typing only replaces the current one, and a link that names a sentence
 // opens the live instrument on exactly that state as soon as the model is ready.
 // First of all imports, so that it runs before the figures' modules are evaluated.
-import './start-engine.js';
+import { modelChoice } from './start-engine.js';
 import { DEFAULT_MANIFEST_URL, loadManifest, manifestModel } from './engine/engine.js';
-import { EngineSession, modelChoice, progressText } from './controller.js';
+import { EngineSession, progressText } from './controller.js';
 import { createStore, DEFAULT_STATE, DEFAULT_WORD_TEXT, formatHash, parseHash, PERMALINK_DEFAULTS } from './state.js';
 import { attentionRow, headLabel, rolloutRow, rowStat } from './engine/result.js';
 import { EVENTS } from './widgets/base.js';

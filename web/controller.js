@@ -67,26 +67,6 @@ export function progressText(progress) {
     : `Loading the live model: ${megabytes(progress.loaded)}`;
 }
 
-// The article's choice of model from its address (getEngine's options): ?model=KEY (from the
-// manifest) or ?model-src=URL (same origin only, so a link cannot make the page fetch from
-// elsewhere). The posts always load the default: their set statistics are the default's.
-export function modelChoice() {
-  const params = new URLSearchParams(location.search);
-  const choice = {};
-  const key = params.get('model');
-  if (key && /^[\w.-]{1,100}$/.test(key)) choice.model = key;
-  const src = params.get('model-src');
-  if (src) {
-    try {
-      const url = new URL(src, location.href);
-      if (url.origin === location.origin) choice.modelUrl = url.href;
-    } catch {
-      // An unparsable address is ignored; the default model loads.
-    }
-  }
-  return choice;
-}
-
 // What a session says while the engine is away after a trap.
 export const RESTARTING = 'The engine stopped after a failure and is starting again from the cached files; until it is ready the figures show your last sentence.';
 

@@ -9,12 +9,15 @@
 // A benchmark, not a test: the host's other load moves the times (the bytes do not move).
 // Needs the assembled site (node scripts/site/build_site.mjs).
 // Usage: node scripts/bench/bench_load.mjs [--mbit 20] [--latency-ms 20] [--runs 3] [--json FILE] [--phone]
-//                                         [--web DIR] [--layouts split,single]
+//                                         [--web DIR] [--layouts split,single] [--waterfall]
 //   --phone: the phone of bench_page.mjs (390 px touch screen, CPU 4x slower, 20 Mbit/s, 40 ms unless
 //   --mbit/--latency-ms say otherwise), and the longest main-thread task until live
 //   --web: serve another assembled site (another version, or one built for another model: a clone
 //   where `scripts/run.sh --model NAME` or build_site.mjs --default NAME.compact ran)
 //   --layouts: the layouts to measure (at bert-base's shape the single file alone is 199 MB)
+//   --waterfall: also print the first run's requests of each layout (the page's and its worker's)
+//   in the order they were asked for, each with when it was asked for, its first and its last
+//   byte (ms after navigation), and the long main-thread tasks until live: what waits for what
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +34,7 @@ const mbit = Number(option('--mbit', String(phone ? PHONE.mbit : 20)));
 const latencyMs = Number(option('--latency-ms', String(phone ? PHONE.latencyMs : 20)));
 const runs = Number(option('--runs', '3'));
 const jsonOut = option('--json', null);
+const waterfall = args.includes('--waterfall');
 const TIMEOUT_MS = 300000;
 
 const manifest = JSON.parse(readFileSync(join(web, 'models', 'manifest.json'), 'utf8'));
@@ -48,13 +52,14 @@ const conditions = networkConditions(mbit, latencyMs);
 
 // Bytes transferred: the page's resources (Resource Timing transferSize) plus what the engine's
 // worker downloaded (its timings: the wasm and the model file; its shard counter), since a
-// worker's fetches are not the page's resources.
+// worker's fetches are not the page's resources. The model file's request is the page's own
+// where the page asked for it first (its timings' modelFrom 'page'): counted once, as the model.
 async function transferred(page) {
   return page.evaluate(async () => {
-    const entries = performance.getEntriesByType('resource').concat(performance.getEntriesByType('navigation'));
-    const pageBytes = entries.reduce((a, e) => a + (e.transferSize || e.encodedBodySize || 0), 0);
-    const lastPageByte = Math.max(...entries.map((e) => e.responseEnd));
     const engine = await (await import('/engine/engine.js')).getEngine();
+    const entries = performance.getEntriesByType('resource').concat(performance.getEntriesByType('navigation'));
+    const pageBytes = entries.filter((e) => e.name !== engine.info.url).reduce((a, e) => a + (e.transferSize || e.encodedBodySize || 0), 0);
+    const lastPageByte = Math.max(...entries.map((e) => e.responseEnd));
     const t = engine.timings;
     const shards = await engine.shardStats();
     const worker = engine.thread === 'worker';
@@ -64,17 +69,47 @@ async function transferred(page) {
       lastByteMs: Math.max(lastPageByte, t.modelDoneAt - performance.timeOrigin),
       liveMs: performance.getEntriesByName('attention:engine-ready')[0]?.startTime ?? null,
       longestTaskMs: window.__longtasks.reduce((a, e) => Math.max(a, e.duration), 0),
+      longTasks: window.__longtasks.map((e) => [Math.round(e.start), Math.round(e.duration)]),
     };
   });
 }
 
-async function measure(browser, baseUrl, layout) {
+// The requests of a context as they finish: {path, start (ms since 1970), firstByte and lastByte
+// (ms after start), bytes}.
+function recordRequests(context, baseUrl) {
+  const requests = [];
+  requests.pending = [];
+  context.on('requestfinished', (request) => {
+    requests.pending.push(request.sizes().catch(() => ({})).then((sizes) => {
+      const timing = request.timing();
+      requests.push({ path: request.url().replace(baseUrl, '') || '(the page)', start: timing.startTime, firstByte: timing.responseStart, lastByte: timing.responseEnd, bytes: sizes.responseBodySize ?? 0 });
+    }));
+  });
+  return requests;
+}
+
+async function printWaterfall(layout, requests, origin, bytes) {
+  await Promise.all(requests.pending);
+  console.log(`${layout}, first run: requests by when they were asked for (ms after navigation); live at ${Math.round(bytes.liveMs)} ms`);
+  console.log('| asked for | first byte | last byte | kB | file |');
+  console.log('|---|---|---|---|---|');
+  for (const r of [...requests].sort((a, b) => a.start - b.start)) {
+    const at = r.start - origin;
+    console.log(`| ${Math.round(at)} | ${Math.round(at + r.firstByte)} | ${Math.round(at + r.lastByte)} | ${(r.bytes / 1e3).toFixed(1)} | ${r.path.slice(0, 80)} |`);
+  }
+  const tasks = bytes.longTasks.filter(([start]) => start < bytes.liveMs);
+  console.log(`long main-thread tasks until live (start + duration, ms): ${tasks.map(([start, duration]) => `${start}+${duration}`).join(', ') || 'none'}`);
+}
+
+async function measure(browser, baseUrl, layout, { showRequests = false } = {}) {
   // Chromium applies a page's emulated network to its dedicated workers' requests too.
   const { context, page } = await benchPage(browser, { phone, network: conditions, disableCache: true });
+  const requests = showRequests ? recordRequests(context, baseUrl) : null;
   await page.addInitScript(OBSERVE_LONG_TASKS);
   await page.goto(baseUrl + LAYOUTS[layout]);
   await page.locator('#open').waitFor({ state: 'visible', timeout: TIMEOUT_MS });
   const bytes = await transferred(page);
+  if (requests) await printWaterfall(layout, requests, await page.evaluate(() => performance.timeOrigin), bytes);
   await context.close();
   const total = bytes.page + bytes.wasm + bytes.model + bytes.shards;
   return { layout, totalBytes: total, ...bytes, lastByteToLiveMs: bytes.liveMs - bytes.lastByteMs };
@@ -86,7 +121,7 @@ const browser = await launchChromium();
 const results = [];
 try {
   for (let run = 0; run < runs; ++run) {
-    for (const layout of Object.keys(LAYOUTS)) results.push(await measure(browser, baseUrl, layout));
+    for (const layout of Object.keys(LAYOUTS)) results.push(await measure(browser, baseUrl, layout, { showRequests: waterfall && run === 0 }));
   }
 } finally {
   await browser.close();

@@ -49,9 +49,9 @@ export function moduleGraph(entry, web = WEB) {
   return order;
 }
 
-// The page's module entries: the src of its <script type="module"> tags.
+// The page's module entries: the src of its <script type="module"> tags (async or not).
 export function pageEntries(html) {
-  return [...html.matchAll(/<script type="module" src="([^"]+)"><\/script>/g)].map((m) => m[1]);
+  return [...html.matchAll(/<script type="module"(?: async)? src="([^"]+)"><\/script>/g)].map((m) => m[1]);
 }
 
 // The preload block a page should have: every module of its entries' graphs, once each.

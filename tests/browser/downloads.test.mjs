@@ -43,6 +43,9 @@ async function contextAnswering(path, answer) {
   return { context, seen };
 }
 
+// The engine's timings' word for where the model file's bytes came from (web/engine/files.js).
+const modelFrom = (page) => page.evaluate(async () => (await (await import('/engine/engine.js')).getEngine()).timings.modelFrom);
+
 // The Cache API's entry for a file of the site, once the engine has written it: its key, length
 // and SHA-256.
 function cachedEntry(page, path) {
@@ -75,6 +78,41 @@ describe('downloads checked against the manifest', { timeout: 300000 }, () => {
       await context.close();
     });
   }
+
+  test('the page asks for the model\u2019s core itself as soon as it has the manifest, once, and its worker reads that answer; a second visit asks for nothing', async () => {
+    const { context, seen } = await contextAnswering(`models/${core.file}`, () => false);
+    const page = await context.newPage();
+    await page.goto(site.baseUrl);
+    await openInstrument(page, LOAD_TIMEOUT_MS);
+    assert.equal(await modelFrom(page), 'page');
+    assert.equal(seen.requests, 1);
+    // Counted once in the page's resources; the progress said the file's bytes.
+    const entries = await page.evaluate((name) => performance.getEntriesByType('resource').filter((e) => e.name.endsWith(`/${name}`)).length, core.file);
+    assert.equal(entries, 1);
+    assert.equal((await cachedEntry(page, core.file)).sha256, core.sha256);
+    await page.reload();
+    await openInstrument(page, LOAD_TIMEOUT_MS);
+    assert.equal(await modelFrom(page), 'cache');
+    assert.equal(seen.requests, 1, 'the second visit asked for the core');
+    await context.close();
+  });
+
+  test('a browser that cannot hand a stream to a worker: the worker asks for the core itself, once', async () => {
+    const { context, seen } = await contextAnswering(`models/${core.file}`, () => false);
+    await context.addInitScript(() => {
+      const clone = globalThis.structuredClone;
+      globalThis.structuredClone = (value, options) => {
+        if (options?.transfer?.some((t) => t instanceof ReadableStream)) throw new DOMException('ReadableStream could not be cloned.', 'DataCloneError');
+        return clone(value, options);
+      };
+    });
+    const page = await context.newPage();
+    await page.goto(site.baseUrl);
+    await openInstrument(page, LOAD_TIMEOUT_MS);
+    assert.equal(await modelFrom(page), 'network');
+    assert.equal(seen.requests, 1);
+    await context.close();
+  });
 
   test('a wrong entry already in the Cache API under the checksum\u2019s key is dropped and the file fetched from the server', async () => {
     const { context, seen } = await contextAnswering(`models/${core.file}`, () => false);

@@ -39,7 +39,8 @@ after(async () => {
 });
 
 // A fresh context per test: its own Cache API, so every test downloads the model afresh.
-async function openPage({ viewport = { width: 1280, height: 900 }, path = '', colorScheme = 'light', throttleBytesPerSecond = 0 } = {}) {
+// before(page) runs before the page is opened (to hear its first requests).
+async function openPage({ viewport = { width: 1280, height: 900 }, path = '', colorScheme = 'light', throttleBytesPerSecond = 0, before = () => {} } = {}) {
   const context = await browser.newContext({ viewport, colorScheme });
   const page = await context.newPage();
   const errors = [];
@@ -60,6 +61,7 @@ async function openPage({ viewport = { width: 1280, height: 900 }, path = '', co
       new MutationObserver(record).observe(document.getElementById('loader'), { subtree: true, childList: true, attributes: true, characterData: true });
     });
   });
+  before(page);
   await page.goto(baseUrl + path);
   return { page, context, errors };
 }
@@ -116,13 +118,15 @@ function presets() {
   return [...block.matchAll(/'([^']+)'/g)].map((m) => m[1]);
 }
 
-// The page's downloads, and the engine's (the wasm and the model come through its worker, whose
-// requests are not in the page's resource timing).
+// The page's downloads, and the engine's (the wasm, and the model where the worker requested it
+// itself, come through its worker, whose requests are not in the page's resource timing; the
+// model's request the page made for it is, once).
 async function resourceBytes(page) {
   return page.evaluate(async () => {
-    const page = performance.getEntriesByType('resource').concat(performance.getEntriesByType('navigation'))
-      .reduce((a, e) => a + (e.transferSize || e.encodedBodySize || 0), 0);
     const engine = await (await import('/engine/engine.js')).getEngine();
+    const page = performance.getEntriesByType('resource').concat(performance.getEntriesByType('navigation'))
+      .filter((e) => e.name !== engine.info.url)
+      .reduce((a, e) => a + (e.transferSize || e.encodedBodySize || 0), 0);
     return page + (engine.thread === 'worker' ? engine.timings.wasmBytes + engine.timings.modelBytes : 0);
   });
 }
@@ -361,7 +365,7 @@ describe('article page', { timeout: 240000 }, () => {
     await page.waitForTimeout(200);
     assert.equal(await page.evaluate(() => window.__injected), undefined);
     assert.equal(baseline.img + baseline.iframe + baseline.handlers, 0);
-    assert.equal(baseline.script, 1);  // the page's own module script
+    assert.equal(baseline.script, 2);  // the page's own module scripts (start-engine.js and article.js)
     assert.equal(dialogs, 0);
     assert.deepEqual(errors, []);
     await context.close();
@@ -403,9 +407,10 @@ describe('article page', { timeout: 240000 }, () => {
     const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
     const p = manifest.precision;
     assert.ok(p, 'the manifest names no precision files (scripts/site/build_site.mjs writes them)');
-    const { page, context, errors } = await openPage();
     const requested = [];
-    page.on('request', (r) => { if (r.url().endsWith('.attn')) requested.push(r.url().split('/').pop()); });
+    const { page, context, errors } = await openPage({
+      before: (p) => p.on('request', (r) => { if (r.url().endsWith('.attn')) requested.push(r.url().split('/').pop()); }),
+    });
     await openInstrument(page);
     const figure = page.locator('attention-precision');
     await figure.scrollIntoViewIfNeeded();

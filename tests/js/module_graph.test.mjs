@@ -54,14 +54,18 @@ test('every page preloads exactly its module graph', () => {
   }
 });
 
-test('the article and every post start the engine first: their first import is start-engine.js, which needs only the engine and the controller', () => {
+test('the article and every post start the engine first: start-engine.js is an async module script of their own, after the manifest\u2019s preload and before every other module, the first import of their entry, and needs only the engine', () => {
   for (const page of ['index.html', 'heads.html', 'confident.html', 'contribution.html', 'vocabulary.html']) {
-    const [entry, ...others] = pageEntries(readFileSync(join(WEB, page), 'utf8'));
-    assert.equal(others.length, 0, `${page} has more than one module script`);
+    const html = readFileSync(join(WEB, page), 'utf8');
+    const [early, entry, ...others] = pageEntries(html);
+    assert.equal(early, 'start-engine.js', `${page}: its first module script is ${early}`);
+    assert.ok(entry && others.length === 0, `${page} has ${pageEntries(html).length} module scripts`);
+    const script = html.indexOf('<script type="module" async src="start-engine.js"></script>');
+    const manifest = html.indexOf('<link rel="preload" href="models/manifest.json" as="fetch" crossorigin>');
+    assert.ok(manifest >= 0 && manifest < script && script < html.indexOf(BEGIN), `${page}: the manifest's preload, then start-engine.js, then the modulepreload list`);
     const first = staticImports(readFileSync(join(WEB, entry), 'utf8'))[0];
     assert.equal(join(dirname(entry), first), 'start-engine.js', `${entry} imports ${first} first`);
   }
   const graph = moduleGraph('start-engine.js');
-  assert.ok(graph.includes('engine/engine.js') && graph.includes('controller.js'), graph.join(', '));
-  assert.ok(!graph.some((m) => m.startsWith('widgets/') && m !== 'widgets/dom.js'), `start-engine.js pulls in the figures: ${graph.join(', ')}`);
+  assert.ok(graph.includes('engine/engine.js') && graph.every((m) => m.startsWith('engine/')), `start-engine.js needs more than the engine: ${graph.join(', ')}`);
 });

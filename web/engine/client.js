@@ -2,7 +2,7 @@
 // host (a Web Worker, ./worker.js, where one starts; this thread otherwise), and the page's
 // registry of shared engines (getEngine, getSideEngine) with their download's progress.
 import { describeWasmFailure, EngineError } from './errors.js';
-import { DEFAULT_MANIFEST_URL, forgetManifests, loadManifest, remembered } from './files.js';
+import { DEFAULT_MANIFEST_URL, forgetManifests, loadManifest, modelSource, remembered, startDownload } from './files.js';
 import { checkText, createEngine, Memo, MEMO_BYTES } from './local.js';
 import { hostOperation } from './protocol.js';
 
@@ -20,8 +20,8 @@ class LocalHost {
     this.next = 0;
   }
 
-  async load(options, onProgress) {
-    const engine = await createEngine({ ...options, memoBytes: 0, onProgress });
+  async load(options, onProgress, early = null) {
+    const engine = await createEngine({ ...options, early, memoBytes: 0, onProgress });
     const id = ++this.next;
     this.engines.set(id, engine);
     return { id, info: engine.info, timings: engine.timings };
@@ -104,8 +104,16 @@ class WorkerHost {
     });
   }
 
-  load(options, onProgress) {
-    return this.send({ op: 'load', options }, onProgress);
+  // early (startDownload's answer) goes along with its body as a transferred stream.
+  load(options, onProgress, early = null) {
+    if (!early) return this.send({ op: 'load', options }, onProgress);
+    const { response } = early;
+    if (this.dead) {
+      response.body?.cancel().catch(() => {});
+      return Promise.reject(this.dead);
+    }
+    const answer = { url: early.url, status: response.status, statusText: response.statusText, headers: [...response.headers], body: response.body };
+    return this.send({ op: 'load', options: { ...options, early: answer } }, onProgress, [response.body]);
   }
 
   call(engine, op, args) {
@@ -367,14 +375,16 @@ export class EngineClient {
 const absolute = (url) => (url === undefined ? undefined : new URL(url, typeof location === 'undefined' ? HERE : location.href).href);
 
 // Loads a model on the page's host. The manifest is read here (one request per page, shared
-// with the figures that read it) while the worker starts; the worker then fetches the glue,
-// the wasm and the model at once.
+// with the figures that read it) while the worker starts, and the model file is requested as
+// soon as the manifest names it (startDownload); the worker then fetches the glue and the wasm
+// and reads the model's answer.
 async function loadClient({ manifestUrl = DEFAULT_MANIFEST_URL, model, modelUrl, engineUrl }, onProgress) {
   const options = { manifestUrl: absolute(manifestUrl), model, modelUrl: absolute(modelUrl), engineUrl: absolute(engineUrl) };
   const hostPromise = engineHost();
   const manifest = options.engineUrl && options.modelUrl ? null : await loadManifest(options.manifestUrl);
+  const early = startDownload(modelSource({ manifest, base: options.manifestUrl, model, modelUrl: options.modelUrl })).catch(() => null);
   const host = await hostPromise;
-  const { id, info, timings } = await host.load({ ...options, manifest }, onProgress);
+  const { id, info, timings } = await host.load({ ...options, manifest }, onProgress, await early);
   return new EngineClient(host, id, info, timings);
 }
 

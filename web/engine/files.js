@@ -63,12 +63,16 @@ async function policyRefused(url) {
   return refusedByPolicy.some((blocked) => blocked === url || blocked.startsWith(origin)) ? origin : null;
 }
 
-// The response for url: from the cache under cacheKey when it is there, else from the network;
-// with reload, straight from the server, past the cache and the browser's HTTP cache.
-async function openResponse(url, cacheKey, { reload = false } = {}) {
+// The response for url: from the cache under cacheKey when it is there, else the answer the page
+// already has (early: a Response, see startDownload), else from the network; with reload,
+// straight from the server, past the cache and the browser's HTTP cache.
+async function openResponse(url, cacheKey, { reload = false, early = null } = {}) {
   const cache = cacheKey ? await openCache() : null;
   let response = cache && !reload ? await cache.match(cacheKey) : undefined;
   const fromCache = Boolean(response);
+  if (early && (fromCache || reload)) early.body?.cancel().catch(() => {});
+  else if (early) response = early;
+  const fromPage = response === early && Boolean(early);
   if (!response) {
     try {
       response = await fetch(url, { cache: reload ? 'reload' : 'no-cache' });
@@ -79,7 +83,7 @@ async function openResponse(url, cacheKey, { reload = false } = {}) {
       throw new EngineError('http', `Could not download ${url}: the server answered ${response.status} ${response.statusText}.`.replace(' .', '.'));
     }
   }
-  return { response, fromCache, cache };
+  return { response, fromCache, fromPage, cache };
 }
 
 // A download's progress is reported once per this many bytes (and at its end): a throttled or
@@ -165,7 +169,9 @@ async function problemWith(bytes, contentType, checksum) {
 // entry is deleted and it is fetched once more straight from the server; the second failure is
 // the error. A file over limit is refused before its body is read where the server says its
 // length, and as soon as more than limit bytes have come otherwise (F5).
-export async function fetchVerified(url, { what, kind, cacheKey = null, checksum = null, limit = MAX_MODEL_FILE_BYTES, onProgress = () => {}, contentType = 'application/octet-stream' }, use) {
+// early: the page's own answer for url (startDownload), used for the first attempt. `from` says
+// where the bytes used came from: 'cache', 'page' (early) or 'network'.
+export async function fetchVerified(url, { what, kind, cacheKey = null, checksum = null, limit = MAX_MODEL_FILE_BYTES, onProgress = () => {}, contentType = 'application/octet-stream', early = null }, use) {
   const most = Math.min(limit, Number.isInteger(checksum?.bytes) && checksum.bytes > 0 ? checksum.bytes : limit);
   const tooLarge = most < limit ? `got more than ${most} bytes, expected ${most}` : `it is more than ${limit} bytes, more than this engine loads`;
   const attempts = cacheKey && !isFileUrl(url) ? [false, true] : [false];
@@ -173,6 +179,7 @@ export async function fetchVerified(url, { what, kind, cacheKey = null, checksum
   for (const reload of attempts) {
     let bytes;
     let fromCache = false;
+    let fromPage = false;
     let cache = null;
     let type = contentType;
     if (isFileUrl(url)) {
@@ -181,7 +188,7 @@ export async function fetchVerified(url, { what, kind, cacheKey = null, checksum
       else onProgress({ loaded: bytes.length, total: bytes.length, percent: 100, fromCache: false });
     } else {
       let response;
-      ({ response, fromCache, cache } = await openResponse(url, cacheKey, { reload }));
+      ({ response, fromCache, fromPage, cache } = await openResponse(url, cacheKey, { reload, early: reload ? null : early }));
       type = response.headers.get('content-type');
       // A compressed answer's length is the compressed one (a lower bound of the file's): the
       // progress counts the file's own bytes, so it goes by the manifest's size then.
@@ -201,7 +208,7 @@ export async function fetchVerified(url, { what, kind, cacheKey = null, checksum
         // a download.
         cache.put(cacheKey, new Response(bytes, { headers: { 'content-type': contentType } })).catch(() => {});
       }
-      return { value: used.value, bytes: bytes.length };
+      return { value: used.value, bytes: bytes.length, from: fromCache ? 'cache' : fromPage ? 'page' : 'network' };
     }
     const advice = problem === tooLarge && !checksum ? `Use a smaller or compact ${what}.` : 'Retry; if it happens again, the site serves a wrong or damaged file.';
     failure = used?.refusal ?? new EngineError(kind, `The ${what} ${url} could not be used: ${problem}${reload ? ', also when fetched again from the server' : ''}. ${advice}`);
@@ -293,6 +300,62 @@ export function loadManifest(url = DEFAULT_MANIFEST_URL) {
 export function manifestModel(manifest, key) {
   const models = manifest?.models;
   return models && typeof key === 'string' && Object.hasOwn(models, key) ? models[key] : undefined;
+}
+
+// The model file the engine downloads for a choice (createEngine's model, modelUrl and single
+// against a manifest whose address is base): {entry, split, file, url, checksum, cacheKey}, or
+// null when the manifest has no such model. split is the entry when it is in the split layout
+// (build_site.mjs: the core file, and the shards beside it), whose core is then the file.
+export function modelSource({ manifest, base, model, modelUrl, single = false }) {
+  const entry = modelUrl ? null : manifestModel(manifest, model ?? manifest?.default);
+  if (!modelUrl && !entry) return null;
+  const split = !modelUrl && !single && entry.core && entry.shards ? entry : null;
+  const file = split ? entry.core : entry;
+  const url = new URL(modelUrl ?? file.file, base).href;
+  const checksum = checksumOf(file);
+  return { entry, split, file, url, checksum, cacheKey: checksum ? `${url}?sha256=${checksum.sha256}` : null };
+}
+
+// The page's own request for the model file, made as soon as it has the manifest, while its
+// engine's worker is still starting: on bench_load's phone the worker's own request, after the
+// worker's script and modules, went out 1.3 s after navigation. The answer
+// ({url, response}) goes to the worker with its body as a transferred stream, and the worker
+// reads, checks and caches it as any download (fetchVerified's early). Null, and the worker
+// downloads the file itself as before, where there is nothing to gain or no way to hand it
+// over: a file the Cache API holds already, a file: address, a browser that cannot transfer a
+// stream to a worker, or a failed request (whose error the worker's own request then reports).
+export async function startDownload(source) {
+  if (!source || isFileUrl(source.url) || !canTransferStreams()) return null;
+  // A copy kept by an earlier visit: no request at all (the worker reads it).
+  const cache = source.cacheKey ? await openCache() : null;
+  if (cache && await cache.match(source.cacheKey).catch(() => null)) return null;
+  try {
+    const response = await fetch(source.url, { cache: 'no-cache' });
+    if (response.ok && response.body) {
+      // Read on as it comes until the worker takes it (an unread body stops the download once
+      // the browser's buffer is full): the chunks wait in this stream's queue, however many.
+      const body = response.body.pipeThrough(new TransformStream(undefined, undefined, { highWaterMark: Infinity }));
+      return { url: source.url, response: new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers }) };
+    }
+    response.body?.cancel().catch(() => {});
+  } catch {
+    // The worker's own request says why.
+  }
+  return null;
+}
+
+let transferable = null;
+export function canTransferStreams() {
+  if (transferable === null) {
+    try {
+      const stream = new ReadableStream();
+      structuredClone(stream, { transfer: [stream] });
+      transferable = true;
+    } catch {
+      transferable = false;
+    }
+  }
+  return transferable;
 }
 
 // Shard k of a split model ({baseUrl, coreSha}): from the Cache API if an earlier visit kept it,

@@ -4,7 +4,7 @@
 // where no worker can start. Text limits and the result schema's check are here too.
 import { HEAD_LABELS, ROLE, ROW_STAT, ROW_STAT_FIELDS } from './result.js';
 import { describeWasmFailure, EngineError, thousands } from './errors.js';
-import { checksumOf, DEFAULT_MANIFEST_URL, fetchShard, fetchVerified, fetchWasmModule, loadManifest, manifestModel } from './files.js';
+import { checksumOf, DEFAULT_MANIFEST_URL, fetchShard, fetchVerified, fetchWasmModule, loadManifest, modelSource } from './files.js';
 
 const HERE = import.meta.url;
 // Longer texts are refused before they reach the tokenizer: the model reads at most 512
@@ -405,20 +405,21 @@ async function instantiate(createModule, compiled) {
 //   model: a key of manifest.models (default: manifest.default), or modelUrl: a model file's URL
 //   engineUrl: a folder holding ENGINE_FILES, instead of the manifest's (with modelUrl as well,
 //     no manifest is read at all)
+//   early: {url, response}, the page's own answer for the model file (startDownload in files.js)
 //   onProgress({phase: 'engine'|'model', loaded, total, percent})
 // The glue, the wasm and the model download at once; the wasm compiles while it arrives and is
 // instantiated while the model is still downloading, so that what is left after the model's
 // last byte is the core reading the file (LoadedModel::FromBuffer).
-export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifest: given, model, modelUrl, engineUrl, single = false, onProgress = () => {}, memoBytes = MEMO_BYTES } = {}) {
+export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifest: given, model, modelUrl, engineUrl, single = false, early = null, onProgress = () => {}, memoBytes = MEMO_BYTES } = {}) {
   const t0 = now();
   const manifest = engineUrl && modelUrl ? null : given ?? await loadManifest(manifestUrl);
   const base = new URL(manifestUrl, typeof location === 'undefined' ? HERE : location.href).href;
-  const entry = modelUrl ? null : manifestModel(manifest, model ?? manifest.default);
-  if (!modelUrl && !entry) throw new EngineError('model', `The manifest ${manifestUrl} has no model named ${model ?? manifest.default}.`);
-  // The split layout (build_site.mjs): the core file, and the shards next to it; `single: true`
-  // asks for the single file instead.
-  const split = !modelUrl && !single && entry.core && entry.shards ? entry : null;
-  const resolvedModelUrl = new URL(modelUrl ?? (split ? entry.core.file : entry.file), base).href;
+  // The split layout's core, or the single file (`single: true` asks for that one).
+  const source = modelSource({ manifest, base, model, modelUrl, single });
+  if (!source) throw new EngineError('model', `The manifest ${manifestUrl} has no model named ${model ?? manifest.default}.`);
+  const { entry, split, file: modelFile, checksum: modelChecksum, url: resolvedModelUrl } = source;
+  // The page's own request for this file (startDownload), if it made one.
+  if (early && early.url !== resolvedModelUrl) early.response.body?.cancel().catch(() => {});
   const shardBase = split ? new URL(entry.shards.folder, base).href : null;
   // The manifest's checksum only vouches for the manifest's own engine files.
   const engineEntry = engineUrl ? null : manifest.engine;
@@ -441,8 +442,6 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
     marks.instantiated = now();
     return m;
   });
-  const modelFile = split ? entry.core : entry;
-  const modelChecksum = checksumOf(modelFile);
   // The core reads the model file as soon as both are here. A file it refuses counts as a wrong
   // download: fetchVerified fetches it once more before the refusal is final, and caches it only
   // once the core has accepted it.
@@ -469,8 +468,9 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
   const modelLoad = fetchVerified(resolvedModelUrl, {
     what: 'model file',
     kind: 'model',
-    cacheKey: modelChecksum ? `${resolvedModelUrl}?sha256=${modelChecksum.sha256}` : null,
+    cacheKey: source.cacheKey,
     checksum: modelChecksum,
+    early: early?.url === resolvedModelUrl ? early.response : null,
     onProgress: (p) => onProgress({ phase: 'model', ...p }),
   }, loadModel);
   // The opening sentence's rows come with the core, in parallel, asked for after it: over
@@ -479,7 +479,7 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
   const shardSource = split ? { baseUrl: shardBase, coreSha: entry.core.sha256 } : null;
   const preloaded = split ? (entry.shards.preload ?? []).map((k) => fetchShard(shardSource, k).then((shard) => [k, shard], () => null)) : [];
   // Promise.all watches every promise, so a second failure is never left unhandled.
-  const [{ value: { module, native, tReady, t3 }, bytes: modelBytes }, { bytes: wasmBytes }] = await Promise.all([modelLoad, compiled, instance]);
+  const [{ value: { module, native, tReady, t3 }, bytes: modelBytes, from: modelFrom }, { bytes: wasmBytes }] = await Promise.all([modelLoad, compiled, instance]);
   const info = { ...native.info(), url: resolvedModelUrl, sha256: modelFile?.sha256 ?? null };
   const t4 = now();
   const allRows = split && checksumOf(entry.shards.all) ? { url: new URL(entry.shards.all.file, base).href, checksum: checksumOf(entry.shards.all) } : null;
@@ -498,7 +498,9 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
     afterModelMs: t4 - marks.model,
     modelDoneAt: marks.modelEpoch,
     totalMs: t4 - t0,
-    wasmBytes, modelBytes,
+    // modelFrom: 'cache', 'page' (the page's own request, whose bytes are then in the page's
+    // resource timing) or 'network'.
+    wasmBytes, modelBytes, modelFrom,
   }, memoBytes, shards);
   // A preloaded shard that failed to arrive is fetched again when a sentence needs it.
   for (const item of await Promise.all(preloaded)) {

@@ -30,7 +30,10 @@ async function handle(data) {
   const engine = engines.get(data.engine);
   try {
     if (op === 'load') {
-      const loaded = await createEngine({ ...data.options, memoBytes: 0, onProgress: (progress) => postMessage({ id, progress }) });
+      // The page's answer for the model file, if it asked first (files.js, startDownload).
+      const given = data.options.early;
+      const early = given ? { url: given.url, response: new Response(given.body, { status: given.status, statusText: given.statusText, headers: given.headers }) } : null;
+      const loaded = await createEngine({ ...data.options, early, memoBytes: 0, onProgress: (progress) => postMessage({ id, progress }) });
       const key = ++nextId;
       engines.set(key, loaded);
       postMessage({ id, ok: { id: key, info: loaded.info, timings: loaded.timings } });
