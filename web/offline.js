@@ -4,6 +4,7 @@
 // downloaded. A line at the top of the page says when it was opened offline, and when a new
 // version of the site replaced the stored one. Widgets embedded on other sites never come here:
 // the service worker is this site's own, scoped to its folder.
+import { DEFAULT_MANIFEST_URL } from './engine/engine.js';
 import { h } from './widgets/dom.js';
 
 // The line floats at the bottom of the window (no text moves for it) until dismissed.
@@ -25,6 +26,9 @@ export function keepForOffline(manifest) {
   navigator.serviceWorker.addEventListener('message', (event) => {
     if (event.data?.type === 'attention-site-updated') say(UPDATED_TEXT);
   });
-  const url = new URL(`sw.js?v=${encodeURIComponent(manifest.site.version)}`, import.meta.url);
-  return navigator.serviceWorker.register(url, { scope: new URL('./', import.meta.url).pathname }).catch(() => null);
+  // The site's folder is the manifest's folder's parent (models/manifest.json); not this
+  // module's own address, since the pages load it from their bundles in app/.
+  const site = new URL('../', DEFAULT_MANIFEST_URL);
+  const url = new URL(`sw.js?v=${encodeURIComponent(manifest.site.version)}`, site);
+  return navigator.serviceWorker.register(url, { scope: site.pathname }).catch(() => null);
 }

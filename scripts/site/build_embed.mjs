@@ -19,7 +19,9 @@ export async function buildEmbed({ outfile = BUNDLE_PATH, helperOutfile = join(d
   await bundle(join(root, 'web', 'widgets', 'frame-host.js'), helperOutfile);
 }
 
-async function bundle(entry, outfile) {
+// One ES module from entry and everything it imports, minified, with a linked source map and
+// the licence banner; `plugins` (esbuild's) decide what stays outside it (build_pages.mjs).
+export async function bundle(entry, outfile, { plugins = [], banner = WIDGETS_BANNER } = {}) {
   await build({
     entryPoints: [entry],
     outfile,
@@ -33,9 +35,10 @@ async function bundle(entry, outfile) {
     // Licence comments of bundled code (none today: the bundle holds only web/) go to the end.
     legalComments: 'eof',
     logLevel: 'warning',
-    banner: { js: WIDGETS_BANNER },
+    banner: { js: banner },
+    plugins,
   });
-  console.log(`build_embed: ${relative(root, outfile)} (${statSync(outfile).size} bytes)`);
+  console.log(`bundle: ${relative(root, outfile)} (${statSync(outfile).size} bytes)`);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) await buildEmbed();

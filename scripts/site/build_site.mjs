@@ -1,7 +1,8 @@
 // Assembles what the page serves next to web/: copies the wasm engine from build/wasm into
 // web/engine/ and the model files from model_data/ into web/models/, writes
 // web/models/manifest.json naming each with its size and sha256 (the JS engine's cache keys),
-// and bundles the embeddable widgets into web/dist/ (scripts/site/build_embed.mjs).
+// bundles the embeddable widgets into web/dist/ (scripts/site/build_embed.mjs) and each page's
+// own code into web/app/ (scripts/site/build_pages.mjs).
 // Usage: node scripts/site/build_site.mjs [--default NAME] [--model FILE.attn ...]
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
@@ -10,6 +11,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { buildEmbed } from './build_embed.mjs';
+import { buildPages, loadedByPages } from './build_pages.mjs';
 import { COMPRESSIBLE, writeCompressed } from './compress.mjs';
 import { copyWithBanner, ENGINE_BANNER } from './licence_banners.mjs';
 import { makeExamples } from './make_examples.mjs';
@@ -137,6 +139,7 @@ if (existsSync(cli)) {
 }
 writeFileSync(join(modelsDir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
 await buildEmbed();
+await buildPages();
 console.log(`build_site: engine ${wasm.length} bytes; models ${names.map((n) => `${n} (${models[n].bytes} bytes)`).join(', ')}; default ${chosen}`);
 
 // The article draws these before the engine has loaded; they need the native CLI.
@@ -151,8 +154,9 @@ if (existsSync(cli)) {
 // with its SHA-256, and the version, a SHA-256 over that list and the manifest's model and
 // engine checksums, so that any change to the site is a new version. Left out: the models, the
 // shards and the wasm (the engine keeps those in the Cache API itself), the embedding bundle
-// and the iframe form (for other sites), the words of the set statistics (a download only on
-// request) and source maps.
+// and the iframe form (for other sites), every module no page loads (build_pages.mjs,
+// loadedByPages: the pages' bundles' sources and the widgets' sources), the words of the set statistics (a download only on request) and
+// source maps.
 const web = join(root, 'web');
 const OFFLINE_SKIP = /^(models|dist)\/|^embed(-demo)?[.-]|^sw\.js$|\.words\.json$|\.map$|\.wasm$|(^|\/)\./;
 const OFFLINE_KINDS = /\.(html|css|js|json|txt|tsv)$/;
@@ -160,7 +164,7 @@ function siteFiles(dir = web) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
     const rel = path.slice(web.length + 1);
-    if (OFFLINE_SKIP.test(rel)) return [];
+    if (OFFLINE_SKIP.test(rel) || (rel.endsWith('.js') && !loadedByPages(rel))) return [];
     if (entry.isDirectory()) return siteFiles(path);
     return entry.isFile() && OFFLINE_KINDS.test(rel) ? [{ path: rel, bytes: statSync(path).size, sha256: sha256(readFileSync(path)) }] : [];
   }).sort((a, b) => (a.path < b.path ? -1 : 1));

@@ -17,6 +17,12 @@ export const WIDGETS_BANNER = `/*! Attention explainer widgets: <attention-row>,
  * model's weights (models/explainer-mini*.attn) are GPL-2.0-or-later (model_data/README.md,
  * "Licence"); a model file states its own terms in its provenance. */`;
 
+// The article's and the posts' bundles (web/app/, scripts/site/build_pages.mjs).
+export const PAGES_BANNER = `/*! Attention explainer: the article's and its series' pages.
+ * Copyright 2026 The attention explainer authors.
+ * ${LICENCE_LINE}
+ * Third-party notices: the NOTICE file of the attention explainer's repository. */`;
+
 export const ENGINE_BANNER = `/*! Attention explainer engine: the project's C++ core compiled to WebAssembly with Emscripten.
  * Copyright 2026 The attention explainer authors.
  * ${LICENCE_LINE}

@@ -8,10 +8,16 @@
 // the two marker comments) by this script, and tests/js/module_graph.test.mjs fails when a page's
 // list is not its graph (an import added without running this).
 //
+// A page's entry script may be a bundle (web/app/, scripts/site/build_pages.mjs): its graph is
+// then the modules the bundle leaves outside itself (the engine's and start-engine.js), found by
+// walking its source entry.
+//
 // Usage: node scripts/site/module_graph.mjs [--check]   (writes web/*.html; --check only reports)
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { isShared, PAGE_BUNDLES } from './build_pages.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const WEB = join(root, 'web');
@@ -30,8 +36,10 @@ export function staticImports(source) {
 }
 
 // Every module the entry (a path under web/) needs before it runs, entry excluded, as paths
-// relative to web/ in the order a depth-first walk meets them.
+// relative to web/ in the order a depth-first walk meets them. For a page's bundle, the modules
+// it imports at run time: those of its source's graph that it leaves outside itself.
 export function moduleGraph(entry, web = WEB) {
+  if (web === WEB && PAGE_BUNDLES[entry]) return moduleGraph(PAGE_BUNDLES[entry], web).filter(isShared);
   const seen = new Set();
   const order = [];
   const visit = (file) => {

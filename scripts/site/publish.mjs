@@ -1,8 +1,12 @@
 // Writes exactly the files a static host needs to serve the embeddable figures into one folder,
 // laid out as web/ is (the bundle finds the engine and the models from its own URL), and prints
 // what each reader downloads. Run after node scripts/site/build_site.mjs.
-// Usage: node scripts/site/publish.mjs --out DIR [--precision]
+// Usage: node scripts/site/publish.mjs --out DIR [--precision] [--site]
 //   --precision  also the f32 reference and the naive file, for <attention-precision> (57 MB more)
+//   --site       also the article and the series' posts: the pages and every file they load (the
+//                manifest's site list: the pages' minified bundles in app/, the engine's modules,
+//                styles, the precomputed examples, the set statistics), the set statistics' words
+//                (a download on request) and the service worker that keeps them for reading offline
 // The folder holds: dist/attention-widgets.js; engine/ attention_engine.js, attention_engine.wasm
 // and the worker's modules (worker.js, errors.js, files.js, local.js, protocol.js, result.js: the
 // bundle holds the page's side); models/manifest.json (only the models published), the
@@ -43,6 +47,8 @@ export const EXTRA_FILES = Object.freeze(['dist/attention-widgets.js.map', 'dist
 export const TERMS_FILES = Object.freeze(['LICENSE', 'NOTICE']);
 // The list of what publish wrote, in the folder it wrote.
 export const MARKER = 'PUBLISHED.txt';
+// The site's service worker (published with --site).
+export const SERVICE_WORKER = 'sw.js';
 
 // The files a previous publish wrote into `out` (from its marker), [] for a new or empty folder;
 // throws for a folder that holds anything else.
@@ -63,8 +69,8 @@ const mb = (bytes) => `${(bytes / 1e6).toFixed(bytes < 1e6 ? 3 : 1)} MB`;
 // Copies the files into `out` (new, empty, or written by publish before) and returns
 // {files: [{path, bytes, when}], manifest}; when: 'first' (every reader, first view), 'shards'
 // (rows fetched as sentences need them), 'all-rows' (every row in one file, for the figures that
-// predict), 'frame' (the iframe form only), 'precision'.
-export function publish({ out, precision = false, quiet = false } = {}) {
+// predict), 'frame' (the iframe form only), 'precision', 'site' (the article and the posts).
+export function publish({ out, precision = false, site = false, quiet = false } = {}) {
   if (!out) throw new Error('publish: --out DIR is required');
   out = resolve(out);
   if (out === web || out === root) throw new Error(`publish: refusing to write into ${out}`);
@@ -73,6 +79,7 @@ export function publish({ out, precision = false, quiet = false } = {}) {
   if (!chosen) throw new Error(`publish: the manifest's default model ${manifest.default} has no entry`);
   const files = [];
   const add = (path, when) => {
+    if (files.some((f) => f.path === path)) return;
     const from = join(web, path);
     if (!existsSync(from)) throw new Error(`publish: web/${path} is missing; run node scripts/site/build_site.mjs first`);
     files.push({ path, bytes: statSync(from).size, when });
@@ -100,12 +107,18 @@ export function publish({ out, precision = false, quiet = false } = {}) {
     models[p.shipped] ??= manifest.models[p.shipped];
   }
   for (const path of FRAME_FILES) add(path, 'frame');
+  if (site) {
+    if (!manifest.site) throw new Error('publish: the manifest has no site list; run node scripts/site/build_site.mjs first');
+    for (const { path } of manifest.site.files) add(path, 'site');
+    add(SERVICE_WORKER, 'site');
+    if (manifest.sets?.words) add(new URL(manifest.sets.words, 'http://x/models/').pathname.slice(1), 'site');
+  }
   for (const path of EXTRA_FILES) add(path, 'debug');
   for (const path of TERMS_FILES) files.push({ path, bytes: statSync(join(root, path)).size, when: 'terms', from: join(root, path) });
   const published = { ...manifest, models };
   if (!precision) delete published.precision;
-  // The site's own offline list (web/sw.js) names pages that are not published.
-  delete published.site;
+  // The site's own offline list (web/sw.js) names pages that are published only with --site.
+  if (!site) delete published.site;
 
   // Only what publish wrote before goes, and only inside `out` (a marker's line cannot name a
   // path outside it).
@@ -154,6 +167,7 @@ export function publish({ out, precision = false, quiet = false } = {}) {
     console.log('  only the bundle, the engine\'s scripts and the manifest are asked for again (HTTP caching decides).');
     console.log(`The iframe form adds embed.html, embed-frame.js and css/embed.css (${mb(sum('frame'))}).`);
     console.log(`Also written: the bundle's source map (${mb(sum('debug'))}, fetched only by developer tools), LICENSE and NOTICE (keep them with the files: NOTICE gives the model's GPL-2.0-or-later terms), ${MARKER}.`);
+    if (site) console.log(`The article and the posts (--site): ${mb(sum('site'))} of pages, their bundles, styles, examples and set statistics; open index.html.`);
     if (precision) console.log(`<attention-precision> downloads ${mb(sum('precision'))} more when the reader presses its button.`);
     console.log('What the host should send:');
     for (const line of HOST_HEADERS) console.log(`  ${line}`);
@@ -165,16 +179,18 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
   let out = null;
   let precision = false;
+  let site = false;
   for (let i = 0; i < args.length; ++i) {
     if (args[i] === '--out') out = args[++i];
     else if (args[i] === '--precision') precision = true;
+    else if (args[i] === '--site') site = true;
     else {
-      console.error(`publish: unknown argument ${args[i]}\nUsage: node scripts/site/publish.mjs --out DIR [--precision]`);
+      console.error(`publish: unknown argument ${args[i]}\nUsage: node scripts/site/publish.mjs --out DIR [--precision] [--site]`);
       process.exit(2);
     }
   }
   try {
-    publish({ out, precision });
+    publish({ out, precision, site });
   } catch (error) {
     console.error(error.message);
     process.exit(1);

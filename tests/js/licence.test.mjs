@@ -1,6 +1,6 @@
 // The licence terms travel with what the project ships (README.md, "Licence"): LICENSE is the
-// Apache License 2.0 text, NOTICE is there, package.json says Apache-2.0, the widgets' bundle
-// and the engine's glue as build_site writes them start with their licence banners, and each
+// Apache License 2.0 text, NOTICE is there, package.json says Apache-2.0, the widgets' bundle,
+// the pages' bundles and the engine's glue as build_site writes them start with their licence banners, and each
 // shipped model file states its licence in its provenance, where the page reads it. Every input
 // missing is a failure, never a skip. Needs build/wasm (scripts/build.sh wasm) and esbuild.
 import assert from 'node:assert/strict';
@@ -12,7 +12,8 @@ import { after, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { buildEmbed } from '../../scripts/site/build_embed.mjs';
-import { copyWithBanner, ENGINE_BANNER, LICENCE_LINE, WIDGETS_BANNER } from '../../scripts/site/licence_banners.mjs';
+import { PAGE_BUNDLES } from '../../scripts/site/build_pages.mjs';
+import { copyWithBanner, ENGINE_BANNER, LICENCE_LINE, PAGES_BANNER, WIDGETS_BANNER } from '../../scripts/site/licence_banners.mjs';
 import { describeModel } from '../../web/widgets/data.js';
 import { modelLine } from '../../web/widgets/export.js';
 
@@ -66,6 +67,15 @@ test('the widgets bundle starts with its licence banner', async () => {
   assert.match(WIDGETS_BANNER, /GPL-2\.0-or-later/);
   const helper = readRequired(join(dir, 'dist', 'attention-frames.js'), 'esbuild wrote no frame helper').toString('utf8');
   assert.ok(helper.startsWith(`${WIDGETS_BANNER}\n`), 'the frame helper does not start with the banner');
+});
+
+test('the pages\u2019 bundles start with their licence banner', () => {
+  // As scripts/site/build_site.mjs writes them (scripts/test.sh builds the site before these tests).
+  assert.ok(PAGES_BANNER.startsWith('/*!') && PAGES_BANNER.includes(LICENCE_LINE));
+  for (const out of Object.keys(PAGE_BUNDLES)) {
+    const bundle = readRequired(join(root, 'web', out), 'run node scripts/site/build_site.mjs').toString('utf8');
+    assert.ok(bundle.startsWith(`${PAGES_BANNER}\n`), `${out} does not start with the banner: ${bundle.slice(0, 120)}`);
+  }
 });
 
 test('the engine glue that build_site serves starts with its licence banner', async () => {

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, test } from 'node:test';
 
+import { isShared, PAGE_BUNDLES } from '../../scripts/site/build_pages.mjs';
 import { BEGIN, END, moduleGraph, pageEntries, pages, preloadBlock, staticImports, WEB, withPreloads } from '../../scripts/site/module_graph.mjs';
 
 test('the scanner finds static imports and re-exports, not dynamic imports or bare names', () => {
@@ -63,9 +64,27 @@ test('the article and every post start the engine first: start-engine.js is an a
     const script = html.indexOf('<script type="module" async src="start-engine.js"></script>');
     const manifest = html.indexOf('<link rel="preload" href="models/manifest.json" as="fetch" crossorigin>');
     assert.ok(manifest >= 0 && manifest < script && script < html.indexOf(BEGIN), `${page}: the manifest's preload, then start-engine.js, then the modulepreload list`);
-    const first = staticImports(readFileSync(join(WEB, entry), 'utf8'))[0];
-    assert.equal(join(dirname(entry), first), 'start-engine.js', `${entry} imports ${first} first`);
+    // The entry is the page's bundle (scripts/site/build_pages.mjs), built from its source.
+    const source = PAGE_BUNDLES[entry];
+    assert.ok(source, `${page}: its entry ${entry} is not one of the pages' bundles`);
+    const first = staticImports(readFileSync(join(WEB, source), 'utf8'))[0];
+    assert.equal(join(dirname(source), first), 'start-engine.js', `${source} imports ${first} first`);
   }
   const graph = moduleGraph('start-engine.js');
   assert.ok(graph.includes('engine/engine.js') && graph.every((m) => m.startsWith('engine/')), `start-engine.js needs more than the engine: ${graph.join(', ')}`);
+});
+
+test('a page\u2019s bundle holds its own code and imports only the engine\u2019s modules and start-engine.js, start-engine.js first, by their addresses beside app/', () => {
+  // Built by scripts/site/build_site.mjs, which scripts/test.sh runs before these tests.
+  for (const [out, source] of Object.entries(PAGE_BUNDLES)) {
+    const file = join(WEB, out);
+    const code = readFileSync(file, 'utf8');
+    // esbuild writes `import{a as b}from"../engine/engine.js";` at the top level.
+    const imports = [...code.matchAll(/(?:^|[;}])\s*(?:import|export)\s*(?:[^'"`;]*?from\s*)?"(\.{1,2}\/[^"]+)"/gm)].map((m) => m[1]);
+    const targets = imports.map((spec) => join(dirname(out), spec));
+    assert.equal(targets[0], 'start-engine.js', `${out}: its first import is ${targets[0]}`);
+    for (const target of targets) assert.ok(isShared(target), `${out} imports ${target}, which it should hold`);
+    const reached = new Set(moduleGraph(out));
+    for (const target of targets) assert.ok(reached.has(target), `${out} imports ${target}, which ${source} does not reach`);
+  }
 });
