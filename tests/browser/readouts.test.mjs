@@ -88,6 +88,8 @@ async function tilePixels(page, sentence) {
     const result = await (await getEngine()).analyze(sentence);
     const root = document.getElementById('instrument').shadowRoot;
     const canvas = root.querySelector('.picker canvas.tiles');
+    // Painted in a task after the frame that laid the figure out (web/widgets/tiles.js).
+    while (canvas.hasAttribute('data-pending')) await new Promise((resolve) => setTimeout(resolve, 20));
     const box = canvas.getBoundingClientRect();
     const image = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
     const scale = canvas.width / box.width;

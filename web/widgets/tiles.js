@@ -24,7 +24,7 @@ export class WeightTiles {
     this.canvas = h('canvas.tiles', { 'aria-hidden': 'true' });
     this.tiles = [];
     this.mark = null;
-    this.frame = 0;
+    this.pending = false;
     watchWidth(container, () => this.schedule());
     document.fonts?.ready?.then(() => this.schedule());
   }
@@ -77,15 +77,22 @@ export class WeightTiles {
     return { x: p.x, y: top - line, w: p.w, h: bottom - top + 2 * line };
   }
 
-  // Painted in the next frame, once whatever else changed the page has been written (its
-  // boxes are read then, in the layout the frame needs anyway).
+  // Painted once whatever else changed the page has been written: a marker that moved in the
+  // next frame (its boxes read in the layout the frame needs anyway), new tiles in a task of
+  // their own just after it, their boxes read from the layout that frame made. On a phone,
+  // painting every tile inside the frame that lays out a new sentence's chips and bars made
+  // that frame the longest task after typing. The canvas says data-pending until it is painted.
   schedule() {
     if (this.canvas.parentNode !== this.container) this.container.append(this.canvas);
-    if (this.frame || typeof requestAnimationFrame !== 'function') return;
-    this.frame = requestAnimationFrame(() => {
-      this.frame = 0;
+    if (this.pending || typeof requestAnimationFrame !== 'function') return;
+    this.pending = true;
+    this.canvas.dataset.pending = '';
+    const paint = () => {
+      this.pending = false;
+      delete this.canvas.dataset.pending;
       this.paint();
-    });
+    };
+    requestAnimationFrame(() => (this.painted?.tiles === this.tiles ? paint() : setTimeout(paint, 0)));
   }
 
   paint() {
