@@ -155,8 +155,8 @@ if (existsSync(cli)) {
 // engine checksums, so that any change to the site is a new version. Left out: the models, the
 // shards and the wasm (the engine keeps those in the Cache API itself), the embedding bundle
 // and the iframe form (for other sites), every module no page loads (build_pages.mjs,
-// loadedByPages: the pages' bundles' sources and the widgets' sources), the words of the set statistics (a download only on request) and
-// source maps.
+// loadedByPages: the pages' bundles' sources and the widgets' sources), the words of the set
+// statistics (a download only on request) and source maps.
 const web = join(root, 'web');
 const OFFLINE_SKIP = /^(models|dist)\/|^embed(-demo)?[.-]|^sw\.js$|\.words\.json$|\.map$|\.wasm$|(^|\/)\./;
 const OFFLINE_KINDS = /\.(html|css|js|json|txt|tsv)$/;

@@ -1,8 +1,9 @@
 // The licence terms travel with what the project ships (README.md, "Licence"): LICENSE is the
 // Apache License 2.0 text, NOTICE is there, package.json says Apache-2.0, the widgets' bundle,
-// the pages' bundles and the engine's glue as build_site writes them start with their licence banners, and each
-// shipped model file states its licence in its provenance, where the page reads it. Every input
-// missing is a failure, never a skip. Needs build/wasm (scripts/build.sh wasm) and esbuild.
+// the pages' bundles and the engine's glue as build_site writes them start with their licence
+// banners, and each shipped model file states its licence in its provenance, where the page
+// reads it. Every input missing is a failure, never a skip. Needs build/wasm (scripts/build.sh
+// wasm), the assembled site (node scripts/site/build_site.mjs) and esbuild.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
