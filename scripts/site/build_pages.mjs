@@ -10,6 +10,7 @@
 // The bundles sit one folder below web/, as the embedding bundle in dist/ does, because the code
 // in them finds the site's files from its own URL ('../models/', '../dist/', '../engine/').
 // Usage: node scripts/site/build_pages.mjs   (scripts/site/build_site.mjs runs it)
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -56,6 +57,24 @@ export async function buildPages() {
     const outfile = join(WEB, out);
     await bundle(join(WEB, entry), outfile, { plugins: [keepShared(dirname(outfile))], banner: PAGES_BANNER });
   }
+}
+
+// Why web/'s bundles are not what its sources say, or null when they are: a bundle missing, or a
+// module under web/ that a bundle may hold (not the shared ones, not the built folders) changed
+// after the oldest bundle was written. The browser tests' harness refuses to start on such a site.
+export function staleBundles(web = WEB) {
+  const outs = Object.keys(PAGE_BUNDLES).map((out) => join(web, out));
+  const missing = outs.find((file) => !existsSync(file));
+  if (missing) return `${relative(root, missing)} is missing`;
+  const built = Math.min(...outs.map((file) => statSync(file).mtimeMs));
+  const newer = (dir) => readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    const rel = relative(web, path).split(sep).join('/');
+    if (entry.isDirectory()) return /^(app|dist|engine|models|sets|examples)$/.test(rel) || entry.name.startsWith('.') ? [] : newer(path);
+    return rel.endsWith('.js') && !isShared(rel) && statSync(path).mtimeMs > built ? [rel] : [];
+  });
+  const changed = newer(web);
+  return changed.length ? `${changed.slice(0, 3).join(', ')}${changed.length > 3 ? ' and more' : ''} changed after the pages' bundles were built` : null;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) await buildPages();

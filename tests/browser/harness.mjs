@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { staleBundles } from '../../scripts/site/build_pages.mjs';
 import { createSiteServer } from '../../scripts/site/serve.mjs';
 
 const require = createRequire(import.meta.url);
@@ -75,6 +76,9 @@ export async function startHost(web, { headers = {} } = {}) {
 export async function startSite(web, { testEngine = false } = {}) {
   const manifest = join(web, 'models', 'manifest.json');
   if (!existsSync(manifest)) throw new Error(`${manifest} is missing: run node scripts/site/build_site.mjs first.`);
+  // The pages load their bundles (web/app/), not the sources a test would otherwise seem to test.
+  const stale = staleBundles(web);
+  if (stale) throw new Error(`${stale}: run node scripts/site/build_pages.mjs (or build_site.mjs) first.`);
   const folder = testEngine ? siteWithTestEngine(web) : web;
   const server = await serve(folder);
   const browser = await launchChromium();

@@ -4,12 +4,12 @@
 // scanner is checked on the statement forms the web code uses, and the graph against a small
 // tree of modules written for the test.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, test } from 'node:test';
 
-import { isShared, PAGE_BUNDLES } from '../../scripts/site/build_pages.mjs';
+import { isShared, PAGE_BUNDLES, staleBundles } from '../../scripts/site/build_pages.mjs';
 import { BEGIN, END, moduleGraph, pageEntries, pages, preloadBlock, staticImports, WEB, withPreloads } from '../../scripts/site/module_graph.mjs';
 
 test('the scanner finds static imports and re-exports, not dynamic imports or bare names', () => {
@@ -87,4 +87,22 @@ test('a page\u2019s bundle holds its own code and imports only the engine\u2019s
     const reached = new Set(moduleGraph(out));
     for (const target of targets) assert.ok(reached.has(target), `${out} imports ${target}, which ${source} does not reach`);
   }
+});
+
+test('a site whose bundles are missing or older than a module they may hold is stale; the engine\u2019s modules do not count', () => {
+  const site = join(scratch, 'site');
+  for (const dir of ['app', 'widgets', 'engine']) mkdirSync(join(site, dir), { recursive: true });
+  const at = (path, seconds) => {
+    writeFileSync(join(site, path), '');
+    utimesSync(join(site, path), seconds, seconds);
+  };
+  at('widgets/base.js', 1000);
+  assert.match(staleBundles(site), /is missing/);
+  for (const out of Object.keys(PAGE_BUNDLES)) at(out, 2000);
+  assert.equal(staleBundles(site), null);
+  at('engine/client.js', 3000);
+  at('start-engine.js', 3000);
+  assert.equal(staleBundles(site), null, 'a shared module is not in any bundle');
+  at('widgets/base.js', 3000);
+  assert.match(staleBundles(site), /^widgets\/base\.js changed after/);
 });
