@@ -61,8 +61,8 @@ describe('the site as publish --site writes it', { timeout: 600000 }, () => {
     for (const source of Object.values(PAGE_BUNDLES).concat(['controller.js', 'widgets/base.js', 'posts/common.js'])) {
       assert.ok(!paths.has(source) && !existsSync(join(out, source)), `${source}, a bundle's source, is published`);
     }
-    const published_ = JSON.parse(readFileSync(join(out, 'models', 'manifest.json'), 'utf8'));
-    assert.equal(published_.site.version, manifest.site.version, 'the published manifest lost the site\u2019s version (the service worker needs it)');
+    const served = JSON.parse(readFileSync(join(out, 'models', 'manifest.json'), 'utf8'));
+    assert.equal(served.site.version, manifest.site.version, 'the published manifest lost the site\u2019s version (the service worker needs it)');
   });
 
   for (const [path, live] of Object.entries(PAGES)) {
