@@ -3,9 +3,10 @@
 // it on the way), clicks 5 words, switches 5 heads (taps on the phone; each timed from the tap until
 // the page settles, the scroll that brings its target into view left out) and presses 5 arrow
 // keys, and reports the longest main-thread task and the total long-task time (PerformanceObserver
-// 'longtask', tasks over 50 ms) for each phase; the height of Figure 1 and of the page with that sentence; and the
-// loading path: when the engine's glue, its wasm and the model were requested and finished, and
-// the time from the model's last byte to the engine being ready and to live figures.
+// 'longtask', tasks over 50 ms) for each phase; the height of Figure 1 and of the page with that
+// sentence; and the loading path: when the engine's glue, its wasm and the model were requested
+// and finished, and the time from the model's last byte to the engine being ready and to live
+// figures.
 // A benchmark, not a test: the host's other load moves the figures. Needs the assembled site
 // (node scripts/site/build_site.mjs).
 // Usage: node scripts/bench/bench_interaction.mjs [--json FILE] [--runs N] [--web DIR] [--against DIR] [--phone] [--trace DIR]

@@ -24,7 +24,6 @@ export class WeightTiles {
     this.canvas = h('canvas.tiles', { 'aria-hidden': 'true' });
     this.tiles = [];
     this.mark = null;
-    this.pending = false;
     watchWidth(container, () => this.schedule());
     document.fonts?.ready?.then(() => this.schedule());
   }
@@ -84,12 +83,11 @@ export class WeightTiles {
   // that frame the longest task after typing. The canvas says data-pending until it is painted.
   schedule() {
     if (this.canvas.parentNode !== this.container) this.container.append(this.canvas);
-    if (this.pending || typeof requestAnimationFrame !== 'function') return;
-    this.pending = true;
-    this.canvas.dataset.pending = '';
+    const { dataset } = this.canvas;
+    if ('pending' in dataset || typeof requestAnimationFrame !== 'function') return;
+    dataset.pending = '';
     const paint = () => {
-      this.pending = false;
-      delete this.canvas.dataset.pending;
+      delete dataset.pending;
       this.paint();
     };
     requestAnimationFrame(() => (this.painted?.tiles === this.tiles ? paint() : setTimeout(paint, 0)));
