@@ -218,10 +218,10 @@ const STAGES = ['QKV', 'attn out', 'intermediate+GELU', 'output', 'scores+contex
 console.log('\nforward pass by operation, ms per forward (all layers; loops inside wasm):');
 console.log(`    n | ${STAGES.join(' | ')}`);
 for (const p of report.profiles) console.log(`${String(p.n).padStart(5)} | ${p.ms.map((v, i) => fixed(v, 3).padStart(STAGES[i].length)).join(' | ')}`);
-const PARTS = ['rollout', 'rollout, kernel candidate', 'row stats', 'head profiles'];
-console.log('\nanalysis beyond the forward pass, ms per analysis:');
-console.log(`    n | ${PARTS.join(' | ')} | max |candidate - rollout|`);
-for (const p of report.profiles) console.log(`${String(p.n).padStart(5)} | ${p.analysis.slice(0, 4).map((v, i) => fixed(v, 3).padStart(PARTS[i].length)).join(' | ')} | ${p.analysis[4].toExponential(2)}`);
+const PARTS = ['rollout', 'its products', 'row stats', '(re-read from rows)', 'head profiles'];
+console.log('\nanalysis beyond the forward pass, ms per analysis (row stats as AnalyzeText takes them, from the softmax; re-read: a log per weight, for reference):');
+console.log(`    n | ${PARTS.join(' | ')}`);
+for (const p of report.profiles) console.log(`${String(p.n).padStart(5)} | ${p.analysis.map((v, i) => fixed(v, 3).padStart(PARTS[i].length)).join(' | ')}`);
 console.log('\ndense layer y = x W^T + b, GFLOP/s (median of 9 rounds):');
 console.log('    n |    K |    N | SIMD kernel | Eigen');
 for (const d of report.dense) console.log(`${String(d.n).padStart(5)} | ${String(d.K).padStart(4)} | ${String(d.N).padStart(4)} | ${fixed(d.kernel_gflops, 1).padStart(11)} | ${fixed(d.eigen_gflops, 1)}`);

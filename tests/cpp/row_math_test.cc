@@ -215,5 +215,67 @@ TEST(RowMathTest, SummaryMatchesDoubleOnRandomRowsAndEdgeCases) {
   std::printf("row summary (%s): largest entropy error %.3g of its bound\n", KernelName(), worst);
 }
 
+// The fused softmax and summary: the weights it stores are the plain softmax's of the scaled
+// scores, bit for bit; max, argmax and sum are SummarizeRow's of those weights; the entropy,
+// taken from the normaliser, is within its bound of the exact entropy of the softmax of the
+// scaled scores (in double), and close to SummarizeRow's of the stored weights.
+void ExpectSoftmaxSummary(const std::vector<float>& scores, float scale, double* worst, double* apart) {
+  const int32_t n = static_cast<int32_t>(scores.size());
+  std::vector<float> fused = scores, plain = scores;
+  const RowSummary s = SoftmaxRowSummary(fused.data(), n, scale);
+  for (float& x : plain) x *= scale;
+  const std::vector<float> scaled = plain;
+  SoftmaxRow(plain.data(), n);
+  ASSERT_EQ(fused, plain) << "n = " << n << ", scale " << scale;
+  const RowSummary read = SummarizeRow(plain.data(), n);
+  EXPECT_EQ(s.max, read.max) << "n = " << n;
+  EXPECT_EQ(s.argmax, read.argmax) << "n = " << n;
+  EXPECT_EQ(s.sum, read.sum) << "n = " << n;
+
+  const double m = *std::max_element(scaled.begin(), scaled.end());
+  double z = 0, a = 0, range = 0;
+  for (float x : scaled) {
+    const double e = std::exp(x - m);
+    z += e;
+    if (e > 0) a += e * (x - m);
+    if (e > 1e-30) range = std::max(range, m - x);
+  }
+  const double exact = std::log(z) - a / z;
+  // exp's relative error, the rounding of x - m (u |x - m|) and of e (x - m), and the float
+  // partial sums of 16 terms move Z and sum e (x - m) by a relative eta each; the entropy then
+  // moves by at most eta (1 + 2 H), H >= the mean |x - m| under p. Then the float result's own
+  // rounding.
+  const double eta = kExpRelativeError + kUnitRoundoff * (range + 2) + Gamma(16);
+  const double bound = eta * (1 + 2 * exact) + kUnitRoundoff * exact + 1e-12;
+  *worst = std::max(*worst, std::abs(s.entropy - exact) / bound);
+  EXPECT_LE(std::abs(s.entropy - exact), bound) << "n = " << n << ", scale " << scale;
+  *apart = std::max(*apart, static_cast<double>(std::abs(s.entropy - read.entropy)));
+}
+
+TEST(RowMathTest, FusedSoftmaxSummaryMatchesTheTwoPassesAndDouble) {
+  std::mt19937 rng(13);
+  double worst = 0, apart = 0;
+  for (int n : {1, 2, 3, 4, 5, 7, 8, 13, 16, 31, 64, 127, 128, 255, 511, 512}) {
+    for (float spread : {0.1f, 3.0f, 30.0f, 300.0f}) {
+      for (float scale : {1.0f, 0.125f, 0.37f}) ExpectSoftmaxSummary(Uniform(n, -spread, spread, rng), scale, &worst, &apart);
+    }
+    ExpectSoftmaxSummary(std::vector<float>(n, 2.5f), 0.125f, &worst, &apart);  // uniform: log n
+    std::vector<float> ties(n, -1.0f);
+    for (int j = n / 3; j < n; j += 2) ties[j] = 4.0f;  // tied maxima across lanes: the first wins
+    ExpectSoftmaxSummary(ties, 1.0f, &worst, &apart);
+    std::vector<float> huge(n, 0.0f);
+    huge[n - 1] = 1e30f;  // one-hot, in the last (partial) vector: entropy 0
+    ExpectSoftmaxSummary(huge, 0.125f, &worst, &apart);
+  }
+  std::vector<float> masked = {1.0f, -kInf, 2.0f, -kInf, 0.5f, -kInf};  // -inf adds no NaN
+  const RowSummary s = SoftmaxRowSummary(masked.data(), 6, 1.0f);
+  EXPECT_FALSE(std::isnan(s.entropy));
+  EXPECT_NEAR(s.entropy, SummarizeRow(masked.data(), 6).entropy, 1e-6);
+  std::vector<float> uniform(512, 0.0f);
+  EXPECT_NEAR(SoftmaxRowSummary(uniform.data(), 512, 1.0f).entropy, std::log(512.0), 1e-6);
+  std::printf("fused softmax summary (%s): largest entropy error %.3g of its bound; largest "
+              "|entropy - entropy re-read from the stored row| %.3g\n", KernelName(), worst, apart);
+}
+
 }  // namespace
 }  // namespace attn

@@ -16,11 +16,11 @@
 
 namespace attn {
 
-RowStats ComputeRowStats(const float* row, int32_t n) {
+namespace {
+
+RowStats FromSummary(const RowSummary& summary, int32_t n) {
   RowStats stats;
   if (n <= 0) return stats;
-  // One pass over the row (core/row_math.h: SIMD128 with a polynomial log in wasm).
-  const RowSummary summary = SummarizeRow(row, n);
   stats.max = summary.max;
   stats.argmax = summary.argmax;
   stats.sum = static_cast<float>(summary.sum);
@@ -29,6 +29,13 @@ RowStats ComputeRowStats(const float* row, int32_t n) {
   stats.normalized_entropy =
       n > 1 ? static_cast<float>(stats.entropy / std::log(static_cast<double>(n))) : 0.0f;
   return stats;
+}
+
+}  // namespace
+
+RowStats ComputeRowStats(const float* row, int32_t n) {
+  // One pass over the row (core/row_math.h: SIMD128 with a polynomial log in wasm).
+  return n > 0 ? FromSummary(SummarizeRow(row, n), n) : RowStats();
 }
 
 const char* RowStatName(RowStatField field) {
@@ -53,19 +60,39 @@ void PackRowStats(const RowStats& stats, float* out) {
 }
 
 std::vector<RowStats> ComputeRowStats(const Activations& activations, int32_t layer, int32_t head) {
-  std::vector<RowStats> stats(static_cast<size_t>(activations.tokens));
-  for (int32_t i = 0; i < activations.tokens; ++i) {
-    stats[static_cast<size_t>(i)] =
-        ComputeRowStats(activations.AttentionRow(layer, head, i), activations.tokens);
+  const int32_t n = activations.tokens;
+  std::vector<RowStats> stats(static_cast<size_t>(n));
+  // A forward pass leaves its softmax's summaries; activations made any other way are read.
+  const bool summarized = activations.row_summaries.size() ==
+                          static_cast<size_t>(activations.layers) * activations.heads * n;
+  const RowSummary* summaries = summarized ? activations.RowSummaries(layer, head) : nullptr;
+  for (int32_t i = 0; i < n; ++i) {
+    stats[static_cast<size_t>(i)] = summarized ? FromSummary(summaries[i], n)
+                                               : ComputeRowStats(activations.AttentionRow(layer, head, i), n);
   }
   return stats;
 }
 
 RowMajorMatrix HeadAverage(const Activations& activations, int32_t layer) {
   const int32_t n = activations.tokens;
-  RowMajorMatrix sum = RowMajorMatrix::Zero(n, n);
-  for (int32_t h = 0; h < activations.heads; ++h) sum += activations.Attention(layer, h);
-  return sum / static_cast<float>(activations.heads);
+  const size_t nn = static_cast<size_t>(n) * n;
+  RowMajorMatrix average(n, n);
+  float* out = average.data();
+  // The heads of a layer lie one after another: summed in head order, then divided (plain
+  // loops, which the compiler vectorises in wasm, where Eigen's expressions run scalar).
+  if (activations.heads > 0) {
+    const float* first = activations.Attention(layer, 0).data();
+    std::copy(first, first + nn, out);
+  } else {
+    std::fill(out, out + nn, 0.0f);
+  }
+  for (int32_t h = 1; h < activations.heads; ++h) {
+    const float* head = activations.Attention(layer, h).data();
+    for (size_t k = 0; k < nn; ++k) out[k] += head[k];
+  }
+  const float heads = static_cast<float>(activations.heads);
+  for (size_t k = 0; k < nn; ++k) out[k] /= heads;
+  return average;
 }
 
 RowMajorMatrix Rollout(const std::vector<RowMajorMatrix>& head_averaged, double residual_weight) {
@@ -76,10 +103,13 @@ RowMajorMatrix Rollout(const std::vector<RowMajorMatrix>& head_averaged, double 
   // (checked against the float64 reference in parity_test), at a quarter of double's cost.
   RowMajorMatrix rollout(n, n), mixed(n, n), product(n, n);
   for (size_t l = 0; l < head_averaged.size(); ++l) {
-    mixed = (1.0f - r) * head_averaged[l];
-    mixed.diagonal().array() += r;
-    for (Eigen::Index i = 0; i < n; ++i) {
-      mixed.row(i) *= static_cast<float>(1.0 / mixed.row(i).cast<double>().sum());
+    for (Eigen::Index i = 0; i < n; ++i) {  // A'_l = (1 - r) A_l + r I, each row renormalised
+      const float* average = head_averaged[l].row(i).data();
+      float* row = mixed.row(i).data();
+      for (Eigen::Index j = 0; j < n; ++j) row[j] = (1.0f - r) * average[j];
+      row[i] += r;
+      const auto scale = static_cast<float>(1.0 / SumAsDouble(row, static_cast<int32_t>(n)));
+      for (Eigen::Index j = 0; j < n; ++j) row[j] *= scale;
     }
     if (l == 0) {  // A'_0 times the identity
       rollout.swap(mixed);
@@ -258,8 +288,8 @@ Status AccumulateHeadProfiles(const Activations& activations, const std::vector<
   }
   for (int32_t l = 0; l < activations.layers; ++l) {
     for (int32_t h = 0; h < activations.heads; ++h) {
-      Status status = (*profiles)[static_cast<size_t>(l) * activations.heads + h].Add(
-          activations.Attention(l, h).data(), activations.tokens, roles);
+      Status status = (*profiles)[static_cast<size_t>(l) * activations.heads + h].AddRows(
+          ComputeRowStats(activations, l, h), roles);
       if (!status.ok()) return status;
     }
   }

@@ -35,7 +35,8 @@ enum class RowStatField : uint8_t { kMax, kArgmax, kRatioToUniform, kEntropy, kN
 constexpr int kRowStatFields = 6;
 const char* RowStatName(RowStatField field);  // "max", "argmax", "ratio_to_uniform", ...
 void PackRowStats(const RowStats& stats, float* out);  // writes kRowStatFields floats
-// Every row of one head: (n).
+// Every row of one head: (n). From the summaries the forward pass's softmax left
+// (Activations::row_summaries) when it has them, else read from the stored rows.
 std::vector<RowStats> ComputeRowStats(const Activations& activations, int32_t layer, int32_t head);
 
 // The mean over heads of one layer's attention: (n, n).

@@ -21,7 +21,7 @@ using Eigen::Index;
 // softmax, and the probability-weighted sum of values into the head's slice of context.
 void SelfAttention(const PackedLayer& w, const ConstMatrixMap& x, int32_t heads,
                    const uint8_t* removed, MatrixMap query, MatrixMap key, RowMajorMatrix& value,
-                   float* attention_probs, RowMajorMatrix& context) {
+                   float* attention_probs, RowSummary* summaries, RowMajorMatrix& context) {
   const Index n = x.rows(), d = x.cols(), d_head = d / heads;
   Linear(w.query, x, query);
   Linear(w.key, x, key);
@@ -30,8 +30,7 @@ void SelfAttention(const PackedLayer& w, const ConstMatrixMap& x, int32_t heads,
   for (int32_t h = 0; h < heads; ++h) {
     MatrixMap probs(attention_probs + h * n * n, n, n);  // (n, n)
     MatMulTransposed(query.middleCols(h * d_head, d_head), key.middleCols(h * d_head, d_head), probs);
-    probs *= scale;
-    SoftmaxRows(probs);
+    SoftmaxRows(probs, scale, summaries + h * n);
     if (removed != nullptr && removed[h]) {
       context.middleCols(h * d_head, d_head).setZero();
     } else {
@@ -71,9 +70,12 @@ void AddLayerNorm(Eigen::Ref<RowMajorMatrix> x, const Eigen::Ref<const RowMajorM
   }
 }
 
-void SoftmaxRows(Eigen::Ref<RowMajorMatrix> scores) {
+void SoftmaxRows(Eigen::Ref<RowMajorMatrix> scores, float scale, RowSummary* summaries) {
   // core/row_math.h: SIMD128 with a polynomial exp in wasm, Eigen natively.
-  for (Index i = 0; i < scores.rows(); ++i) SoftmaxRow(scores.row(i).data(), static_cast<int32_t>(scores.cols()));
+  for (Index i = 0; i < scores.rows(); ++i) {
+    const RowSummary summary = SoftmaxRowSummary(scores.row(i).data(), static_cast<int32_t>(scores.cols()), scale);
+    if (summaries != nullptr) summaries[i] = summary;
+  }
 }
 
 void Gelu(float* values, size_t count) {
@@ -105,6 +107,10 @@ const float* Activations::AttentionRow(int32_t layer, int32_t head, int32_t row)
   return Attention(layer, head).data() + Index{row} * tokens;
 }
 
+const RowSummary* Activations::RowSummaries(int32_t layer, int32_t head) const {
+  return row_summaries.data() + (static_cast<size_t>(layer) * heads + head) * tokens;
+}
+
 Encoder::Encoder(const Model& model) : model_(model) {
   const auto start = std::chrono::steady_clock::now();
   packed_.reserve(model.weights().layers.size());
@@ -128,9 +134,11 @@ uint64_t Encoder::ActivationFloats(const ModelConfig& c, int32_t n) {
   const uint64_t f = c.intermediate_size;
   // hidden states, attention, queries and keys, then the scratch: value, context, attention
   // output (n, d) and intermediate (n, f). ConfigLimits keep every product below 2^62.
-  // The value norms (L, H, n) and their scratch (n, d) when asked for are counted too.
+  // The value norms (L, H, n) and their scratch (n, d) when asked for are counted too, and
+  // the row summaries (L, H, n), as floats of their size.
+  constexpr uint64_t summary_floats = (sizeof(RowSummary) + sizeof(float) - 1) / sizeof(float);
   return (L + 1) * tokens * d + L * H * tokens * tokens + 2 * L * tokens * d + 3 * tokens * d +
-         tokens * f + L * H * tokens + tokens * d;
+         tokens * f + L * H * tokens + tokens * d + summary_floats * L * H * tokens;
 }
 
 Status Encoder::CheckIds(const std::vector<int32_t>& ids) const {
@@ -173,6 +181,7 @@ void Encoder::Resize(int32_t n, Activations* out) {
   out->hidden = static_cast<int32_t>(d);
   out->hidden_states.resize((L + 1) * tokens * d);
   out->attention_probs.resize(L * H * tokens * tokens);
+  out->row_summaries.resize(L * H * tokens);
   out->queries.resize(L * tokens * d);
   out->keys.resize(L * tokens * d);
   value_.resize(n, static_cast<Index>(d));
@@ -258,7 +267,8 @@ Status Encoder::Forward(const std::vector<int32_t>& ids, Activations* out,
     SelfAttention(packed, x, static_cast<int32_t>(H), removed ? removed + l * H : nullptr,
                   MatrixMap(a.queries.data() + l * n * d, n, d),
                   MatrixMap(a.keys.data() + l * n * d, n, d), value_,
-                  a.attention_probs.data() + l * H * n * n, context_);
+                  a.attention_probs.data() + l * H * n * n, a.row_summaries.data() + l * H * n,
+                  context_);
     if (options.value_norms) ValueNorms(w, a.value_norms.data() + l * H * n);
     Linear(packed.attention_output, context_, attention_out_);
     AddLayerNorm(attention_out_, x, w.attention_output_norm_weight, w.attention_output_norm_bias, eps);

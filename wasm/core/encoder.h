@@ -11,6 +11,7 @@
 
 #include "core/kernels.h"
 #include "core/model_file.h"
+#include "core/row_math.h"
 #include "core/status.h"
 
 namespace attn {
@@ -25,8 +26,9 @@ void LayerNorm(Eigen::Ref<RowMajorMatrix> x, const Eigen::Ref<const Eigen::Vecto
 void AddLayerNorm(Eigen::Ref<RowMajorMatrix> x, const Eigen::Ref<const RowMajorMatrix>& residual,
                   const Eigen::Ref<const Eigen::VectorXf>& gamma,
                   const Eigen::Ref<const Eigen::VectorXf>& beta, float eps);
-// Each row of scores (n, n) becomes exp(s - max) / sum exp(s - max).
-void SoftmaxRows(Eigen::Ref<RowMajorMatrix> scores);
+// Each row of scores (n, n) becomes the softmax of s scale (scale > 0); summaries, when not
+// null, gets each row's summary (n; core/row_math.h).
+void SoftmaxRows(Eigen::Ref<RowMajorMatrix> scores, float scale = 1.0f, RowSummary* summaries = nullptr);
 // The exact (erf) GELU, in place: 0.5 x (1 + erf(x / sqrt 2)).
 void Gelu(float* values, size_t count);
 
@@ -41,6 +43,9 @@ struct Activations {
   std::vector<int32_t> ids;            // (n)
   FloatBuffer hidden_states;           // (L+1, n, d): [0] the embeddings' output, [l+1] layer l's
   FloatBuffer attention_probs;  // (L, H, n, n): [l][h][i][j], row i sums to 1
+  // (L, H, n): each attention row's max, first argmax, sum and entropy, taken by the softmax
+  // that made it (SoftmaxRowSummary), so that no later pass reads the rows again for them.
+  std::vector<RowSummary> row_summaries;
   FloatBuffer queries;          // (L, n, d): x W_q^T + b_q, before the 1/sqrt(d_head)
   FloatBuffer keys;             // (L, n, d): x W_k^T + b_k; head h is columns
                                        // [h d_head, (h+1) d_head)
@@ -58,6 +63,8 @@ struct Activations {
   ConstMatrixMap Key(int32_t layer) const;    // (n, d)
   // Row i of Attention(layer, head): n floats.
   const float* AttentionRow(int32_t layer, int32_t head, int32_t row) const;
+  // The summaries of one head's rows: n of them.
+  const RowSummary* RowSummaries(int32_t layer, int32_t head) const;
 };
 
 // What Forward does beyond the plain pass.

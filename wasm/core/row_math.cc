@@ -4,12 +4,11 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #ifdef __wasm_simd128__
 #include <wasm_simd128.h>
-
-#include <cmath>
 #endif
 
 namespace attn {
@@ -27,8 +26,15 @@ v128_t Splat(float x) { return wasm_f32x4_splat(x); }
 // built in the exponent bits. Below kExpMin the result is 0; NaN stays NaN.
 v128_t Exp4(v128_t x) {
   const v128_t below = wasm_f32x4_lt(x, Splat(kExpMin));
-  x = wasm_f32x4_max(wasm_f32x4_min(x, Splat(88.0f)), Splat(kExpMin));
-  const v128_t k = wasm_f32x4_nearest(wasm_f32x4_mul(x, Splat(1.44269504088896341f)));
+  // pmin / pmax: one x86 instruction each (f32x4.min / max take several, for IEEE NaN and
+  // signed-zero rules); a NaN x is kept, as both return their first operand then.
+  x = wasm_f32x4_pmax(wasm_f32x4_pmin(x, Splat(88.0f)), Splat(kExpMin));
+  // k = x / ln 2 rounded to nearest (even): adding 1.5 * 2^23 rounds it so and leaves k in the
+  // low bits of the sum, from which 2^k is built below with integer adds and a shift (cheaper
+  // than a saturating float-to-int conversion, which x86 has no one instruction for).
+  const v128_t shifter = Splat(12582912.0f);
+  const v128_t shifted = wasm_f32x4_add(wasm_f32x4_mul(x, Splat(1.44269504088896341f)), shifter);
+  const v128_t k = wasm_f32x4_sub(shifted, shifter);
   v128_t r = wasm_f32x4_sub(x, wasm_f32x4_mul(k, Splat(kLn2High)));
   r = wasm_f32x4_sub(r, wasm_f32x4_mul(k, Splat(kLn2Low)));
   v128_t y = Splat(1.9875691500e-4f);
@@ -38,16 +44,16 @@ v128_t Exp4(v128_t x) {
   y = wasm_f32x4_add(wasm_f32x4_mul(y, r), Splat(1.6666665459e-1f));
   y = wasm_f32x4_add(wasm_f32x4_mul(y, r), Splat(5.0000001201e-1f));
   y = wasm_f32x4_add(wasm_f32x4_mul(y, wasm_f32x4_mul(r, r)), wasm_f32x4_add(r, Splat(1.0f)));
-  // k in [-126, 127] after the clamp, so k + 127 is a normal exponent.
-  const v128_t power = wasm_i32x4_shl(
-      wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(k), wasm_i32x4_splat(127)), 23);
+  // k in [-126, 127] after the clamp, so k + 127 is a normal exponent; the sum's bits are
+  // 0x4B400000 + k.
+  const v128_t power = wasm_i32x4_shl(wasm_i32x4_add(shifted, wasm_i32x4_splat(127 - 0x4B400000)), 23);
   return wasm_v128_andnot(wasm_f32x4_mul(y, power), below);
 }
 
 // log(max(x, FLT_MIN)): x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(m) by Cephes' degree-8
 // polynomial in m - 1, plus e ln 2 in two parts. NaN stays NaN.
 v128_t Log4(v128_t input) {
-  const v128_t x = wasm_f32x4_max(input, Splat(kFloatMin));
+  const v128_t x = wasm_f32x4_pmax(input, Splat(kFloatMin));  // NaN kept (see Exp4)
   const v128_t bits = x;
   // m in [0.5, 1) and its exponent e, x = m 2^e.
   v128_t e = wasm_f32x4_convert_i32x4(
@@ -109,6 +115,22 @@ double HorizontalSum(v128_t low, v128_t high) {
   const v128_t s = wasm_f64x2_add(low, high);
   return wasm_f64x2_extract_lane(s, 0) + wasm_f64x2_extract_lane(s, 1);
 }
+
+// The largest of four lanes' maxima and, among lanes holding it, the smallest position.
+void FirstMaximum(v128_t maxima, v128_t positions, RowSummary* out) {
+  alignas(16) float m[4];
+  alignas(16) int32_t p[4];
+  wasm_v128_store(m, maxima);
+  wasm_v128_store(p, positions);
+  out->max = m[0];
+  out->argmax = p[0];
+  for (int lane = 1; lane < 4; ++lane) {
+    if (m[lane] > out->max || (m[lane] == out->max && p[lane] < out->argmax)) {
+      out->max = m[lane];
+      out->argmax = p[lane];
+    }
+  }
+}
 #endif  // __wasm_simd128__
 
 }  // namespace
@@ -131,28 +153,105 @@ void LogInPlace(float* values, size_t count) {
 #endif
 }
 
-void SoftmaxRow(float* row, int32_t n) {
-  if (n <= 0) return;
+void SoftmaxRow(float* row, int32_t n) { SoftmaxRowSummary(row, n, 1.0f); }
+
+RowSummary SoftmaxRowSummary(float* row, int32_t n, float scale) {
+  RowSummary out;
+  if (n <= 0) return out;
+  // With scale > 0, rounding s * scale is monotone in s, so the largest scaled score is the
+  // largest score scaled: one multiplication per row instead of a pass.
+  double z = 0, weighted = 0;  // Z = sum e_j and sum e_j x_j, x_j = s_j scale - max <= 0
 #ifdef __wasm_simd128__
   const size_t count = static_cast<size_t>(n), body = count / 4 * 4;
   v128_t vmax = Splat(-kInf);
-  for (size_t i = 0; i < body; i += 4) vmax = wasm_f32x4_max(vmax, wasm_v128_load(row + i));
+  for (size_t i = 0; i < body; i += 4) vmax = wasm_f32x4_pmax(vmax, wasm_v128_load(row + i));
   float max = HorizontalMax(vmax);
   for (size_t i = body; i < count; ++i) max = std::max(max, row[i]);
-  const v128_t shift = Splat(max);
+  const v128_t vscale = Splat(scale), shift = Splat(max * scale);
   v128_t low = wasm_f64x2_splat(0.0), high = wasm_f64x2_splat(0.0);
-  MapInPlace(row, count, -kInf, [&](v128_t s) {
-    const v128_t e = Exp4(wasm_f32x4_sub(s, shift));  // a pad lane: exp(-inf) = 0
-    AddAsDoubles(e, low, high);
+  v128_t weighted_low = low, weighted_high = low;
+  // Each block of kSumBlock weights is summed in float lanes (each lane at most kSumBlock / 4
+  // terms, so within (kSumBlock / 4 - 1) float roundings), the blocks' sums in double.
+  constexpr size_t kSumBlock = 64;
+  v128_t block_z = Splat(0.0f), block_weighted = block_z;
+  const auto exp_step = [&](v128_t s) {
+    const v128_t x = wasm_f32x4_sub(wasm_f32x4_mul(s, vscale), shift);
+    const v128_t e = Exp4(x);  // a pad lane: exp(-inf) = 0
+    block_z = wasm_f32x4_add(block_z, e);
+    // e x is 0 where e is 0 (x = -inf there would make it NaN).
+    block_weighted = wasm_f32x4_add(block_weighted, wasm_v128_and(wasm_f32x4_mul(e, x), wasm_f32x4_ne(e, Splat(0.0f))));
     return e;
-  });
-  const v128_t scale = Splat(static_cast<float>(1.0 / HorizontalSum(low, high)));
-  MapInPlace(row, count, 0.0f, [&](v128_t e) { return wasm_f32x4_mul(e, scale); });
+  };
+  const auto flush = [&] {
+    AddAsDoubles(block_z, low, high);
+    AddAsDoubles(block_weighted, weighted_low, weighted_high);
+    block_z = block_weighted = Splat(0.0f);
+  };
+  for (size_t i = 0; i < body; i += 4) {
+    wasm_v128_store(row + i, exp_step(wasm_v128_load(row + i)));
+    if ((i + 4) % kSumBlock == 0) flush();
+  }
+  if (body < count) StoreTail(exp_step(LoadTail(row + body, count - body, -kInf)), row + body, count - body);
+  flush();
+  z = HorizontalSum(low, high);
+  weighted = HorizontalSum(weighted_low, weighted_high);
+  const v128_t inverse = Splat(static_cast<float>(1.0 / z));
+  // The normalisation pass also takes the maximum, its first position and the sum of the
+  // stored weights.
+  v128_t pmax = Splat(-kInf), vargmax = wasm_i32x4_splat(0), index = wasm_i32x4_make(0, 1, 2, 3);
+  low = high = wasm_f64x2_splat(0.0);
+  const auto step = [&](v128_t p, v128_t valid) {
+    const v128_t greater = wasm_v128_and(wasm_f32x4_gt(p, pmax), valid);
+    pmax = wasm_v128_bitselect(p, pmax, greater);
+    vargmax = wasm_v128_bitselect(index, vargmax, greater);
+    AddAsDoubles(p, low, high);
+    index = wasm_i32x4_add(index, wasm_i32x4_splat(4));
+  };
+  size_t i = 0;
+  for (; i < body; i += 4) {
+    const v128_t p = wasm_f32x4_mul(wasm_v128_load(row + i), inverse);
+    wasm_v128_store(row + i, p);
+    step(p, wasm_i32x4_splat(-1));
+  }
+  if (i < count) {  // pad lanes hold 0 and are not candidates for the maximum
+    const v128_t p = wasm_f32x4_mul(LoadTail(row + i, count - i, 0.0f), inverse);
+    StoreTail(p, row + i, count - i);
+    step(p, wasm_i32x4_lt(wasm_i32x4_make(0, 1, 2, 3), wasm_i32x4_splat(static_cast<int32_t>(count - i))));
+  }
+  FirstMaximum(pmax, vargmax, &out);
+  out.sum = HorizontalSum(low, high);
 #else
   Eigen::Map<Eigen::ArrayXf> x(row, n);
-  const float max = x.maxCoeff();
-  x = (x - max).exp();
-  x *= static_cast<float>(1.0 / x.cast<double>().sum());
+  x *= scale;
+  x -= x.maxCoeff();
+  static thread_local Eigen::ArrayXf e;
+  e = x.exp();
+  z = e.cast<double>().sum();
+  for (Eigen::Index j = 0; j < n; ++j) {
+    if (e[j] != 0.0f) weighted += static_cast<double>(e[j]) * x[j];
+  }
+  x = e * static_cast<float>(1.0 / z);
+  Eigen::Index argmax = 0;
+  out.max = x.maxCoeff(&argmax);
+  out.argmax = static_cast<int32_t>(argmax);
+  out.sum = x.cast<double>().sum();
+#endif
+  // -sum p log p with p_j = e_j / Z and log p_j = x_j - log Z.
+  out.entropy = static_cast<float>(std::max(0.0, std::log(z) - weighted / z));
+  return out;
+}
+
+double SumAsDouble(const float* values, int32_t n) {
+  if (n <= 0) return 0.0;
+#ifdef __wasm_simd128__
+  const size_t count = static_cast<size_t>(n);
+  v128_t low = wasm_f64x2_splat(0.0), high = wasm_f64x2_splat(0.0);
+  size_t i = 0;
+  for (; i + 4 <= count; i += 4) AddAsDoubles(wasm_v128_load(values + i), low, high);
+  if (i < count) AddAsDoubles(LoadTail(values + i, count - i, 0.0f), low, high);
+  return HorizontalSum(low, high);
+#else
+  return Eigen::Map<const Eigen::ArrayXf>(values, n).cast<double>().sum();
 #endif
 }
 
@@ -178,18 +277,7 @@ RowSummary SummarizeRow(const float* p, int32_t n) {
     step(LoadTail(p + i, count - i, 0.0f),
          wasm_i32x4_lt(wasm_i32x4_make(0, 1, 2, 3), wasm_i32x4_splat(static_cast<int32_t>(count - i))));
   }
-  alignas(16) float maxima[4];
-  alignas(16) int32_t positions[4];
-  wasm_v128_store(maxima, vmax);
-  wasm_v128_store(positions, vargmax);
-  out.max = maxima[0];
-  out.argmax = positions[0];
-  for (int lane = 1; lane < 4; ++lane) {
-    if (maxima[lane] > out.max || (maxima[lane] == out.max && positions[lane] < out.argmax)) {
-      out.max = maxima[lane];
-      out.argmax = positions[lane];
-    }
-  }
+  FirstMaximum(vmax, vargmax, &out);
   out.sum = HorizontalSum(low, high);
   out.entropy = -((wasm_f32x4_extract_lane(entropy, 0) + wasm_f32x4_extract_lane(entropy, 1)) +
                   (wasm_f32x4_extract_lane(entropy, 2) + wasm_f32x4_extract_lane(entropy, 3)));

@@ -34,17 +34,30 @@ void ExpInPlace(float* values, size_t count);
 // log(max(x, FLT_MIN)) of each value in place.
 void LogInPlace(float* values, size_t count);
 
-// A row of scores becomes exp(s - max) / sum exp(s - max), the sum taken in double so that the
-// row sums to 1 within float rounding of its entries. n >= 1.
-void SoftmaxRow(float* row, int32_t n);
-
 // What one pass over a row of probabilities gives.
 struct RowSummary {
   float max = 0.0f;
   int32_t argmax = 0;     // the first position holding max
   double sum = 0.0;       // in double, so that it shows the row's own deviation from 1
-  float entropy = 0.0f;   // -sum p log p in nats, 0 log 0 = 0 (p clamped to FLT_MIN in the log)
+  float entropy = 0.0f;   // -sum p log p in nats, 0 log 0 = 0 (see the two functions below)
 };
+
+// A row of scores s becomes the softmax of x = s scale (scale > 0), exp(x - max) / Z with
+// Z = sum exp(x - max) taken in double (in the SIMD build, over partial sums of 16 terms in
+// float), so that the row sums to 1 within a few float roundings; and the summary of the weights it stored, from the same passes: max, first argmax
+// and sum read from the stored weights, the entropy from the normaliser as
+// log Z - sum_j e_j (x_j - max) / Z (exactly -sum p log p for p = e / Z; no logarithm per weight).
+// That entropy and SummarizeRow's of the stored row differ only by rounding (row_math_test
+// checks them against each other and against a double reference). n >= 1.
+RowSummary SoftmaxRowSummary(float* row, int32_t n, float scale);
+// The softmax alone (scale 1).
+void SoftmaxRow(float* row, int32_t n);
+
+// The sum of n floats in double (four lanes in the SIMD build, then added).
+double SumAsDouble(const float* values, int32_t n);
+
+// Any row of weights (a stored attention row, a rollout row): its entropy is -sum p log p
+// summed over the weights, p clamped to FLT_MIN in the logarithm.
 RowSummary SummarizeRow(const float* p, int32_t n);
 
 }  // namespace attn
