@@ -157,6 +157,69 @@ test('the row figure draws one chip per token, hides [CLS] and [SEP] on request 
   row.remove();
 });
 
+// happy-dom has no canvas: a 2D context that draws nothing, for the figures that paint.
+function withoutCanvas(t) {
+  const prototype = window.HTMLCanvasElement.prototype;
+  const original = prototype.getContext;
+  const context = new Proxy({}, {
+    get: (target, name) => (name === 'createImageData'
+      ? (w, h) => ({ width: w, height: h, data: new Uint8ClampedArray(w * h * 4) })
+      : name in target ? target[name] : () => {}),
+    set: (target, name, value) => { target[name] = value; return true; },
+  });
+  prototype.getContext = () => context;
+  t.after(() => { prototype.getContext = original; });
+}
+
+test('Figure 1 draws a new sentence\'s row in a task after its chips, and a selection made meanwhile wins', async (t) => {
+  withoutCanvas(t);
+  // Driven by its page, as in the article: no sentence of its own arrives meanwhile.
+  const { AttentionFigure } = await import('../../web/widgets/base.js');
+  const embedded = AttentionFigure.embedded;
+  AttentionFigure.embedded = false;
+  t.after(() => { AttentionFigure.embedded = embedded; });
+  const figure = place(FIGURES.instrument.tag);
+  const frame = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+  const shown = () => {
+    const table = figure.shadowRoot.querySelector('table.bars');
+    const pressed = (selector) => [...figure.shadowRoot.querySelectorAll(selector)].filter((b) => b.getAttribute('aria-pressed') === 'true');
+    return { pending: table.hasAttribute('data-pending'), token: Number(table.dataset.token), tokens: figure.chart.tokens, chips: pressed('button.chip'), cells: pressed('button.cell') };
+  };
+  figure.view = await exampleView();
+  const first = shown();
+  assert.equal(first.pending, false, 'the first sentence is drawn whole at once');
+  assert.equal(first.tokens, result.tokens);
+
+  // Another analysis (a result object of its own): chips and marks now, the row after a frame.
+  const second = resultFromExample(example);
+  figure.view = await exampleView({ example: second });
+  let now = shown();
+  assert.equal(now.pending, true, 'the chart says it is pending');
+  assert.equal(now.tokens, result.tokens, 'the chart still shows the sentence before');
+  assert.equal(figure.chipList.tokens, second.tokens, 'the chips are the new sentence\'s');
+  await frame();
+  now = shown();
+  assert.equal(now.pending, false);
+  assert.equal(now.tokens, second.tokens);
+  assert.equal(now.token, figure.view.token);
+
+  // A word chosen before the deferred row is drawn: drawn at once for that word, and the
+  // deferred drawing then does nothing; one chip and one head pressed, those of the view.
+  const third = resultFromExample(example);
+  figure.view = await exampleView({ example: third });
+  const token = third.n - 2;
+  figure.view = await exampleView({ example: third, selection: { token, layer: 1, head: 2 } });
+  now = shown();
+  assert.equal(now.pending, false);
+  assert.equal(now.token, token);
+  await frame();
+  now = shown();
+  assert.equal(now.token, token);
+  assert.deepEqual(now.chips.map((c) => c.textContent), [third.tokens[token].text]);
+  assert.deepEqual(now.cells.map((c) => [c.dataset.layer, c.dataset.head]), [['1', '2']]);
+  figure.remove();
+});
+
 test('the heads figure puts a layer in one row of up to eight panels, else in rows of equal length', () => {
   const cases = { 1: 1, 2: 2, 4: 4, 8: 8, 12: 6, 16: 8, 6: 6, 20: 5, 24: 8, 11: 6 };
   for (const [heads, perRow] of Object.entries(cases)) assert.equal(panelsPerRow(Number(heads)), perRow, `${heads} heads`);

@@ -115,7 +115,8 @@ class AttentionInstrument extends AttentionFigure {
     super();
     this._timer = 0;
     this._built = null;  // the result the heatmaps were drawn for
-    this._shown = {};    // what update() last drew: {result, token, layer, head, showSpecial}
+    this._shown = {};    // what updateRow() last drew: {result, token, layer, head, showSpecial, ...}
+    this._marked = {};   // what updateSelection() last marked: {result, token, layer, head}
     this._asked = null;  // a sentence committed whose analysis has not arrived yet
   }
 
@@ -131,11 +132,23 @@ class AttentionInstrument extends AttentionFigure {
       this._built = null;
       this._frame = false;
       this._shown = {};
+      this._marked = {};
       return;
     }
     this.frame(view);
-    if (this._built !== view.result || this._axis?.showSpecial !== view.showSpecial) this.build(view);
-    this.update(view);
+    const fresh = this._built !== view.result || this._axis?.showSpecial !== view.showSpecial;
+    const drawn = Boolean(this._shown.result);
+    if (fresh) this.build(view);
+    // A new sentence replacing one on screen: its chips, tiles and marks are laid out in this
+    // frame, the row's bars, facts and enlarged heatmap in a task just after it (updateRowSoon).
+    // On a phone, laying out a long sentence's chips and bars together made that frame the
+    // longest task after typing (bench_interaction.mjs --phone).
+    if (fresh && drawn && typeof requestAnimationFrame === 'function') {
+      this.updateSelection(view);
+      this.updateRowSoon();
+    } else {
+      this.update(view);
+    }
     if (this._revealChart) {
       this.revealChart(this._revealChart === 'nearest' ? 'nearest' : 'start');
       this._revealChart = false;
@@ -265,6 +278,7 @@ class AttentionInstrument extends AttentionFigure {
       this.tableDetails);
     this._frame = true;
     this._shown = {};
+    this._marked = {};
     this._cellsShape = null;  // the heatmap tiles go in the new picker (build)
   }
 
@@ -274,6 +288,7 @@ class AttentionInstrument extends AttentionFigure {
     const { result } = view;
     this._built = result;
     this._shown = {};
+    this._marked = {};
     // The tokens along the heatmaps' axes: all of them, or without [CLS] and [SEP] when the
     // reader hides them (as the chips and the bars do). list: their positions in the result;
     // at[j]: token j's place on the axis, -1 when hidden; m: how many.
@@ -497,8 +512,26 @@ class AttentionInstrument extends AttentionFigure {
 
   // What a selection changes: the pressed chip and head, the markers, the row's bars and facts.
   update(view) {
+    this.updateSelection(view);
+    this.updateRow(view);
+  }
+
+  // The row's part of update() in a task after the next frame, with the view current then,
+  // unless a selection drew it first; the chart's table says data-pending until it is drawn.
+  updateRowSoon() {
+    const ticket = {};
+    this._rowSoon = ticket;
+    this.chart.table.dataset.pending = '';
+    requestAnimationFrame(() => setTimeout(() => {
+      if (this._rowSoon !== ticket) return;
+      if (this.view?.result && this.view.result === this._built) this.updateRow(this.view);
+    }, 0));
+  }
+
+  // The sentence box and its notes, the chips, the pressed head and the tiles' markers.
+  updateSelection(view) {
     const { result, token, layer, head, showSpecial } = view;
-    const shown = this._shown;
+    const shown = this._marked;
     const active = this.shadowRoot.activeElement;
     const focusInChips = this.chipList.chips.includes(active);
     const focusInPicker = this.cells.some((c) => c.cell === active);
@@ -535,7 +568,16 @@ class AttentionInstrument extends AttentionFigure {
       const cell = this.cells.find((c) => c.layer === layer && c.head === head)?.cell;
       if (cell && active !== cell) cell.focus();
     }
+    this._marked = { result, token, layer, head };
+  }
 
+  // The row's bars and facts, the enlarged heatmap and the readout.
+  updateRow(view) {
+    this._rowSoon = null;  // drawn now, with this view: a deferred drawing has nothing left to do
+    delete this.chart.table.dataset.pending;
+    const { result, token, layer, head, showSpecial } = view;
+    const shown = this._shown;
+    const tokenChanged = shown.token !== token || shown.result !== result;
     const row = attentionRow(result, layer, head, token);
     const s = rowStat(result, layer, head, token);
     const word = result.tokens[token].text;
