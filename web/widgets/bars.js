@@ -31,13 +31,13 @@ export class RowChart {
     // while the rows scroll), and kept in the table, out of its layout, for screen readers.
     this.caption = h('caption.visually-hidden');
     this.label = h('div.chart-caption', { 'aria-hidden': 'true' });
-    this.body = h('tbody');
-    // The columns' widths are set here: with table-layout: fixed they would otherwise come from
-    // the first row, the visually hidden header's.
-    this.table = h(`table.bars${compact ? '.compact' : ''}${track ? '.tracked' : ''}`, {},
+    this.body = h('tbody', { role: 'rowgroup' });
+    // Laid out as flex rows (style.js), not as a table, so the table's roles are written out:
+    // a browser may drop the semantics of a table whose display is changed.
+    this.table = h(`table.bars${compact ? '.compact' : ''}${track ? '.tracked' : ''}`, { role: 'table' },
       this.caption,
-      h('colgroup', {}, h('col.label'), h('col.track'), h('col.value')),
-      h('thead.visually-hidden', {}, h('tr', {}, h('th', { scope: 'col', text: 'Token' }), h('th', { scope: 'col', text: 'Bar' }), h('th', { scope: 'col', text: 'Weight' }))),
+      h('thead.visually-hidden', { role: 'rowgroup' }, h('tr', { role: 'row' },
+        h('th', { scope: 'col', role: 'columnheader', text: 'Token' }), h('th', { scope: 'col', role: 'columnheader', text: 'Bar' }), h('th', { scope: 'col', role: 'columnheader', text: 'Weight' }))),
       this.body);
     // The uniform share 1/n is one dashed line over every row, placed on the bars' track.
     this.uniform = h('div.uniform-line', { 'aria-hidden': 'true' });
@@ -64,10 +64,10 @@ export class RowChart {
     for (const r of this.rows.splice(tokens.length)) r.tr.remove();
     const fragment = document.createDocumentFragment();
     if (this.rows.length < tokens.length) {
-      const template = h('tr', {},
-        h('th', { scope: 'row' }, h('span', {}, '')),
-        h('td.track', { 'aria-hidden': 'true' }, h('div.bar')),
-        h('td.value', {}, h('span', {}, '')));
+      const template = h('tr', { role: 'row' },
+        h('th', { scope: 'row', role: 'rowheader' }, h('span', {}, '')),
+        h('td.track', { role: 'cell', 'aria-hidden': 'true' }, h('div.bar')),
+        h('td.value', { role: 'cell' }, h('span', {}, '')));
       for (let j = this.rows.length; j < tokens.length; ++j) {
         const tr = template.cloneNode(true);
         const [th, track, cell] = tr.children;

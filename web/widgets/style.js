@@ -147,22 +147,27 @@ table.values th:first-child, table.values td:first-child { text-align: left; }
 .table-scroll.bounded thead tr:first-child th:first-child { z-index: 2; }
 .table-scroll.bounded tfoot th, .table-scroll.bounded tfoot td { position: sticky; bottom: 0; background: var(--attn-bg); }
 
-/* The labelled bar chart of one attention row; it is a table, so it reads as one. */
-table.bars { width: 100%; max-width: 40em; border-collapse: collapse; table-layout: fixed; }
+/* The labelled bar chart of one attention row; it is a table, so it reads as one (its roles are
+   written out, bars.js, as it is not laid out as a table). Each token's row is a flex row of its
+   own: a row lays out alone, and a row out of sight (content-visibility: auto, at its height) is
+   neither laid out nor painted until it comes near, while screen readers and find-in-page still
+   read it. A table lays out all its rows together: on a phone a long sentence's 136 rows took
+   most of the frame that draws them (bench_interaction.mjs --phone). */
+table.bars, table.bars > tbody { display: block; }
+table.bars { width: 100%; max-width: 40em; }
 table.bars caption, .chart-caption { text-align: left; font-size: 0.86em; color: var(--attn-muted); padding-bottom: 0.3em; caption-side: top; }
 .chart { max-width: 40em; }
-table.bars col.label { width: 7.5em; }
-table.bars col.value { width: 4.2em; }
-table.bars.compact col.label { width: 5.5em; }
-table.bars th { width: 7.5em; text-align: right; font-weight: 400; padding: 0 0.5em 0 0; }
-table.bars td.track { position: relative; padding: 0; height: 1.5em; }
-table.bars td.value { width: 4.2em; text-align: right; padding-left: 0.4em; }
+/* A row is its value's box (1.5em) and the value cell's 1px above and below: the height it is
+   given while skipped, so that nothing moves when it is drawn. */
+table.bars > tbody > tr { display: flex; align-items: center; content-visibility: auto; contain-intrinsic-size: auto calc(1.5em + 2px); }
+table.bars > tbody > tr[hidden] { display: none; }
+table.bars th { flex: 0 0 7.5em; box-sizing: border-box; text-align: right; font-weight: 400; padding: 0 0.5em 0 0; }
+table.bars td.track { flex: 1 1 0; min-width: 0; position: relative; padding: 0; height: 1.5em; }
+table.bars td.value { flex: 0 0 4.2em; box-sizing: border-box; text-align: right; padding: 1px 0 1px 0.4em; }
 /* A value sits in a box of fixed size (size and layout containment, no clip: a clip would be
-   one more piece for the compositor per row), so that a new value lays out that box alone, not
-   the whole table; off screen (content-visibility: auto) not even that, until it comes near,
-   while screen readers and find-in-page still read it. */
+   one more piece for the compositor per row), so that a new value lays out that box alone. */
 table.bars th > span { display: block; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
-table.bars td.value > span { display: block; contain: size layout style; content-visibility: auto; height: 1.5em; line-height: 1.5em; white-space: nowrap; }
+table.bars td.value > span { display: block; contain: size layout style; height: 1.5em; line-height: 1.5em; white-space: nowrap; }
 /* A bar is the track's full width, scaled to its weight (a transform: a new row of weights is
    repainted, not laid out again); the 1px stub at the track's start marks a weight too small to
    see, as a minimum width did. */
@@ -189,7 +194,8 @@ table.bars.tracked td.track::before {
 }
 table.bars tr.selected th { font-weight: 700; }
 table.bars tr.top td.value { font-weight: 700; }
-table.bars.compact th { width: 5.5em; }
+table.bars.compact th { flex-basis: 5.5em; }
+table.bars.compact > tbody > tr { contain-intrinsic-size: auto calc(1.25em + 2px); }
 table.bars.compact td.track { height: 1.25em; }
 table.bars.compact td.value > span { height: 1.25em; line-height: 1.25em; }
 .legend { display: flex; flex-wrap: wrap; gap: 0.2em 1em; font-size: 0.82em; color: var(--attn-muted); margin-top: 0.3em; }
