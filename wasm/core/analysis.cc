@@ -73,13 +73,13 @@ std::vector<RowStats> ComputeRowStats(const Activations& activations, int32_t la
   return stats;
 }
 
-RowMajorMatrix HeadAverage(const Activations& activations, int32_t layer) {
-  const int32_t n = activations.tokens;
-  const size_t nn = static_cast<size_t>(n) * n;
-  RowMajorMatrix average(n, n);
-  float* out = average.data();
-  // The heads of a layer lie one after another: summed in head order, then divided (plain
-  // loops, which the compiler vectorises in wasm, where Eigen's expressions run scalar).
+namespace {
+
+// Layer l's head average into out (n x n floats): its heads lie one after another, summed in
+// head order, then divided (plain loops, which the compiler vectorises in wasm, where Eigen's
+// expressions run scalar).
+void HeadAverageInto(const Activations& activations, int32_t layer, float* out) {
+  const size_t nn = static_cast<size_t>(activations.tokens) * activations.tokens;
   if (activations.heads > 0) {
     const float* first = activations.Attention(layer, 0).data();
     std::copy(first, first + nn, out);
@@ -92,25 +92,29 @@ RowMajorMatrix HeadAverage(const Activations& activations, int32_t layer) {
   }
   const float heads = static_cast<float>(activations.heads);
   for (size_t k = 0; k < nn; ++k) out[k] /= heads;
-  return average;
 }
 
-RowMajorMatrix Rollout(const std::vector<RowMajorMatrix>& head_averaged, double residual_weight) {
-  if (head_averaged.empty()) return RowMajorMatrix();
-  const Eigen::Index n = head_averaged[0].rows();
-  const auto r = static_cast<float>(residual_weight);
-  // Float products of row-stochastic matrices stay within about 1e-7 of exact for n <= 512
-  // (checked against the float64 reference in parity_test), at a quarter of double's cost.
+// A'_l = (1 - r) A_l + r I, each row renormalised, from the head average A_l (n x n floats)
+// into mixed (which may be the same array).
+void MixLayer(const float* average, Eigen::Index n, float r, float* mixed) {
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const float* in = average + i * n;
+    float* row = mixed + i * n;
+    for (Eigen::Index j = 0; j < n; ++j) row[j] = (1.0f - r) * in[j];
+    row[i] += r;
+    const auto scale = static_cast<float>(1.0 / SumAsDouble(row, static_cast<int32_t>(n)));
+    for (Eigen::Index j = 0; j < n; ++j) row[j] *= scale;
+  }
+}
+
+// R = A'_{L-1} ... A'_0, each A'_l made by mix(l, mixed) into the n x n matrix it is given.
+// Float products of row-stochastic matrices stay within about 1e-7 of exact for n <= 512
+// (checked against the float64 reference in parity_test), at a quarter of double's cost.
+template <typename Mix>
+RowMajorMatrix RolloutOf(size_t layers, Eigen::Index n, Mix mix) {
   RowMajorMatrix rollout(n, n), mixed(n, n), product(n, n);
-  for (size_t l = 0; l < head_averaged.size(); ++l) {
-    for (Eigen::Index i = 0; i < n; ++i) {  // A'_l = (1 - r) A_l + r I, each row renormalised
-      const float* average = head_averaged[l].row(i).data();
-      float* row = mixed.row(i).data();
-      for (Eigen::Index j = 0; j < n; ++j) row[j] = (1.0f - r) * average[j];
-      row[i] += r;
-      const auto scale = static_cast<float>(1.0 / SumAsDouble(row, static_cast<int32_t>(n)));
-      for (Eigen::Index j = 0; j < n; ++j) row[j] *= scale;
-    }
+  for (size_t l = 0; l < layers; ++l) {
+    mix(l, mixed.data());
     if (l == 0) {  // A'_0 times the identity
       rollout.swap(mixed);
       continue;
@@ -121,11 +125,30 @@ RowMajorMatrix Rollout(const std::vector<RowMajorMatrix>& head_averaged, double 
   return rollout;
 }
 
+}  // namespace
+
+RowMajorMatrix HeadAverage(const Activations& activations, int32_t layer) {
+  RowMajorMatrix average(activations.tokens, activations.tokens);
+  HeadAverageInto(activations, layer, average.data());
+  return average;
+}
+
+RowMajorMatrix Rollout(const std::vector<RowMajorMatrix>& head_averaged, double residual_weight) {
+  if (head_averaged.empty()) return RowMajorMatrix();
+  const Eigen::Index n = head_averaged[0].rows();
+  const auto r = static_cast<float>(residual_weight);
+  return RolloutOf(head_averaged.size(), n, [&](size_t l, float* mixed) { MixLayer(head_averaged[l].data(), n, r, mixed); });
+}
+
+// The same product, each layer's head average made in place of its A'_l: no L averages held.
 RowMajorMatrix Rollout(const Activations& activations, double residual_weight) {
-  std::vector<RowMajorMatrix> head_averaged;
-  head_averaged.reserve(static_cast<size_t>(activations.layers));
-  for (int32_t l = 0; l < activations.layers; ++l) head_averaged.push_back(HeadAverage(activations, l));
-  return Rollout(head_averaged, residual_weight);
+  if (activations.layers <= 0) return RowMajorMatrix();
+  const Eigen::Index n = activations.tokens;
+  const auto r = static_cast<float>(residual_weight);
+  return RolloutOf(static_cast<size_t>(activations.layers), n, [&](size_t l, float* mixed) {
+    HeadAverageInto(activations, static_cast<int32_t>(l), mixed);
+    MixLayer(mixed, n, r, mixed);
+  });
 }
 
 std::vector<TokenRole> TokenRoles(const std::vector<Token>& tokens, const Tokenizer& tokenizer) {
