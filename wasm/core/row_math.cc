@@ -227,8 +227,10 @@ RowSummary SoftmaxRowSummary(float* row, int32_t n, float scale) {
   static thread_local Eigen::ArrayXf e;
   e = x.exp();
   z = e.cast<double>().sum();
+  // e x tends to 0 as x goes to -inf; Eigen's exp leaves a denormal there (row_math.h), which
+  // times -inf would be -inf.
   for (Eigen::Index j = 0; j < n; ++j) {
-    if (e[j] != 0.0f) weighted += static_cast<double>(e[j]) * x[j];
+    if (e[j] != 0.0f && x[j] != -std::numeric_limits<float>::infinity()) weighted += static_cast<double>(e[j]) * x[j];
   }
   x = e * static_cast<float>(1.0 / z);
   Eigen::Index argmax = 0;
