@@ -44,9 +44,10 @@ struct RowSummary {
 
 // A row of scores s becomes the softmax of x = s scale (scale > 0), exp(x - max) / Z with
 // Z = sum exp(x - max) taken in double (in the SIMD build, over partial sums of 16 terms in
-// float), so that the row sums to 1 within a few float roundings; and the summary of the weights it stored, from the same passes: max, first argmax
-// and sum read from the stored weights, the entropy from the normaliser as
-// log Z - sum_j e_j (x_j - max) / Z (exactly -sum p log p for p = e / Z; no logarithm per weight).
+// float), so that the row sums to 1 within a few float roundings; and the summary of the
+// weights it stored, from the same passes: max, first argmax and sum read from the stored
+// weights, the entropy from the normaliser as log Z - sum_j e_j (x_j - max) / Z (exactly
+// -sum p log p for p = e / Z; no logarithm per weight).
 // That entropy and SummarizeRow's of the stored row differ only by rounding (row_math_test
 // checks them against each other and against a double reference). n >= 1.
 RowSummary SoftmaxRowSummary(float* row, int32_t n, float scale);
