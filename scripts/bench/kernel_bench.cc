@@ -154,8 +154,9 @@ EMSCRIPTEN_KEEPALIVE double bench_dense(int which, int n, int K, int N, int roun
 // bench_analyze (n tokens), each timed as `reps` repetitions over all layers, in ms per forward:
 // out[0] Q, K, V products; [1] attention output product; [2] intermediate product with its
 // GELU as the encoder runs it; [3] output product; [4] scores and context (all heads);
-// [5] scale and softmax with the rows' summaries; [6] the two residual + LayerNorms; [7] GELU alone (n x f, the scalar
-// Gelu of encoder.cc, for reference); [8] the whole forward pass; [9] the whole AnalyzeText.
+// [5] scale and softmax with the rows' summaries; [6] the two residual + LayerNorms; [7] GELU
+// alone (n x f, the scalar Gelu of encoder.cc, for reference); [8] the whole forward pass;
+// [9] the whole AnalyzeText.
 EMSCRIPTEN_KEEPALIVE int bench_profile(int reps, double* out) {
   if (!loaded || analysis.activations.ids.empty()) return -1;
   const attn::Activations& a = analysis.activations;
@@ -288,32 +289,29 @@ EMSCRIPTEN_KEEPALIVE int bench_analysis_profile(int reps, double* out) {
     }
   }
   out[1] = (Now() - t0) / reps;
+  // Every head's row statistics, packed as AnalyzeText packs them, from rows_of(l, h); in ms.
   std::vector<float> stats(static_cast<size_t>(a.layers) * a.heads * n * attn::kRowStatFields);
-  t0 = Now();
-  for (int rep = 0; rep < reps; ++rep) {
-    float* packed = stats.data();
-    for (int32_t l = 0; l < a.layers; ++l) {
-      for (int32_t h = 0; h < a.heads; ++h) {
-        for (const attn::RowStats& row : attn::ComputeRowStats(a, l, h)) {
-          attn::PackRowStats(row, packed);
-          packed += attn::kRowStatFields;
+  const auto time_stats = [&](auto rows_of) {
+    const double start = Now();
+    for (int rep = 0; rep < reps; ++rep) {
+      float* packed = stats.data();
+      for (int32_t l = 0; l < a.layers; ++l) {
+        for (int32_t h = 0; h < a.heads; ++h) {
+          for (const attn::RowStats& row : rows_of(l, h)) {
+            attn::PackRowStats(row, packed);
+            packed += attn::kRowStatFields;
+          }
         }
       }
     }
-  }
-  out[2] = (Now() - t0) / reps;
-  t0 = Now();
-  for (int rep = 0; rep < reps; ++rep) {
-    float* packed = stats.data();
-    for (int32_t l = 0; l < a.layers; ++l) {
-      for (int32_t h = 0; h < a.heads; ++h) {
-        for (int32_t i = 0; i < n; ++i, packed += attn::kRowStatFields) {
-          attn::PackRowStats(attn::ComputeRowStats(a.AttentionRow(l, h, i), n), packed);
-        }
-      }
-    }
-  }
-  out[3] = (Now() - t0) / reps;
+    return (Now() - start) / reps;
+  };
+  out[2] = time_stats([&](int32_t l, int32_t h) { return attn::ComputeRowStats(a, l, h); });
+  out[3] = time_stats([&](int32_t l, int32_t h) {
+    std::vector<attn::RowStats> rows(static_cast<size_t>(n));
+    for (int32_t i = 0; i < n; ++i) rows[static_cast<size_t>(i)] = attn::ComputeRowStats(a.AttentionRow(l, h, i), n);
+    return rows;
+  });
   t0 = Now();
   for (int rep = 0; rep < reps; ++rep) {
     std::vector<attn::HeadProfile> profiles;

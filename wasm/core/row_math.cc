@@ -116,20 +116,43 @@ double HorizontalSum(v128_t low, v128_t high) {
   return wasm_f64x2_extract_lane(s, 0) + wasm_f64x2_extract_lane(s, 1);
 }
 
-// The largest of four lanes' maxima and, among lanes holding it, the smallest position.
-void FirstMaximum(v128_t maxima, v128_t positions, RowSummary* out) {
-  alignas(16) float m[4];
-  alignas(16) int32_t p[4];
-  wasm_v128_store(m, maxima);
-  wasm_v128_store(p, positions);
-  out->max = m[0];
-  out->argmax = p[0];
-  for (int lane = 1; lane < 4; ++lane) {
-    if (m[lane] > out->max || (m[lane] == out->max && p[lane] < out->argmax)) {
-      out->max = m[lane];
-      out->argmax = p[lane];
-    }
+// A row's maximum, its first position and its sum in double, four lanes at a time: Add each
+// vector of the row in order (valid: the lanes that hold the row, all but a partial last
+// vector's padding), then Finish.
+struct MaxAndSum {
+  v128_t max = Splat(-kInf), argmax = wasm_i32x4_splat(0), index = wasm_i32x4_make(0, 1, 2, 3);
+  v128_t low = wasm_f64x2_splat(0.0), high = wasm_f64x2_splat(0.0);
+
+  void Add(v128_t v, v128_t valid = wasm_i32x4_splat(-1)) {
+    // Strictly greater: each lane keeps the first position of its maximum.
+    const v128_t greater = wasm_v128_and(wasm_f32x4_gt(v, max), valid);
+    max = wasm_v128_bitselect(v, max, greater);
+    argmax = wasm_v128_bitselect(index, argmax, greater);
+    AddAsDoubles(v, low, high);
+    index = wasm_i32x4_add(index, wasm_i32x4_splat(4));
   }
+
+  // The lanes' largest maximum and, among lanes holding it, the smallest position; the sum.
+  void Finish(RowSummary* out) const {
+    alignas(16) float m[4];
+    alignas(16) int32_t p[4];
+    wasm_v128_store(m, max);
+    wasm_v128_store(p, argmax);
+    out->max = m[0];
+    out->argmax = p[0];
+    for (int lane = 1; lane < 4; ++lane) {
+      if (m[lane] > out->max || (m[lane] == out->max && p[lane] < out->argmax)) {
+        out->max = m[lane];
+        out->argmax = p[lane];
+      }
+    }
+    out->sum = HorizontalSum(low, high);
+  }
+};
+
+// The first `left` lanes (left < 4): those of a partial last vector that hold the row.
+v128_t TailLanes(size_t left) {
+  return wasm_i32x4_lt(wasm_i32x4_make(0, 1, 2, 3), wasm_i32x4_splat(static_cast<int32_t>(left)));
 }
 #endif  // __wasm_simd128__
 
@@ -198,28 +221,18 @@ RowSummary SoftmaxRowSummary(float* row, int32_t n, float scale) {
   const v128_t inverse = Splat(static_cast<float>(1.0 / z));
   // The normalisation pass also takes the maximum, its first position and the sum of the
   // stored weights.
-  v128_t pmax = Splat(-kInf), vargmax = wasm_i32x4_splat(0), index = wasm_i32x4_make(0, 1, 2, 3);
-  low = high = wasm_f64x2_splat(0.0);
-  const auto step = [&](v128_t p, v128_t valid) {
-    const v128_t greater = wasm_v128_and(wasm_f32x4_gt(p, pmax), valid);
-    pmax = wasm_v128_bitselect(p, pmax, greater);
-    vargmax = wasm_v128_bitselect(index, vargmax, greater);
-    AddAsDoubles(p, low, high);
-    index = wasm_i32x4_add(index, wasm_i32x4_splat(4));
-  };
-  size_t i = 0;
-  for (; i < body; i += 4) {
+  MaxAndSum stored;
+  for (size_t i = 0; i < body; i += 4) {
     const v128_t p = wasm_f32x4_mul(wasm_v128_load(row + i), inverse);
     wasm_v128_store(row + i, p);
-    step(p, wasm_i32x4_splat(-1));
+    stored.Add(p);
   }
-  if (i < count) {  // pad lanes hold 0 and are not candidates for the maximum
-    const v128_t p = wasm_f32x4_mul(LoadTail(row + i, count - i, 0.0f), inverse);
-    StoreTail(p, row + i, count - i);
-    step(p, wasm_i32x4_lt(wasm_i32x4_make(0, 1, 2, 3), wasm_i32x4_splat(static_cast<int32_t>(count - i))));
+  if (body < count) {  // pad lanes hold 0 and are not candidates for the maximum
+    const v128_t p = wasm_f32x4_mul(LoadTail(row + body, count - body, 0.0f), inverse);
+    StoreTail(p, row + body, count - body);
+    stored.Add(p, TailLanes(count - body));
   }
-  FirstMaximum(pmax, vargmax, &out);
-  out.sum = HorizontalSum(low, high);
+  stored.Finish(&out);
 #else
   Eigen::Map<Eigen::ArrayXf> x(row, n);
   x *= scale;
@@ -262,25 +275,17 @@ RowSummary SummarizeRow(const float* p, int32_t n) {
   if (n <= 0) return out;
 #ifdef __wasm_simd128__
   const size_t count = static_cast<size_t>(n);
-  v128_t vmax = Splat(-kInf), vargmax = wasm_i32x4_splat(0), index = wasm_i32x4_make(0, 1, 2, 3);
-  v128_t low = wasm_f64x2_splat(0.0), high = wasm_f64x2_splat(0.0), entropy = Splat(0.0f);
+  MaxAndSum row;
+  v128_t entropy = Splat(0.0f);
   const auto step = [&](v128_t v, v128_t valid) {
-    // Strictly greater: each lane keeps the first position of its maximum.
-    const v128_t greater = wasm_v128_and(wasm_f32x4_gt(v, vmax), valid);
-    vmax = wasm_v128_bitselect(v, vmax, greater);
-    vargmax = wasm_v128_bitselect(index, vargmax, greater);
-    AddAsDoubles(v, low, high);
+    row.Add(v, valid);
     entropy = wasm_f32x4_add(entropy, wasm_f32x4_mul(v, Log4(v)));
-    index = wasm_i32x4_add(index, wasm_i32x4_splat(4));
   };
   size_t i = 0;
   for (; i + 4 <= count; i += 4) step(wasm_v128_load(p + i), wasm_i32x4_splat(-1));
-  if (i < count) {  // pad lanes hold 0: they add nothing to the sum or the entropy
-    step(LoadTail(p + i, count - i, 0.0f),
-         wasm_i32x4_lt(wasm_i32x4_make(0, 1, 2, 3), wasm_i32x4_splat(static_cast<int32_t>(count - i))));
-  }
-  FirstMaximum(vmax, vargmax, &out);
-  out.sum = HorizontalSum(low, high);
+  // Pad lanes hold 0: they add nothing to the sum or the entropy.
+  if (i < count) step(LoadTail(p + i, count - i, 0.0f), TailLanes(count - i));
+  row.Finish(&out);
   out.entropy = -((wasm_f32x4_extract_lane(entropy, 0) + wasm_f32x4_extract_lane(entropy, 1)) +
                   (wasm_f32x4_extract_lane(entropy, 2) + wasm_f32x4_extract_lane(entropy, 3)));
 #else

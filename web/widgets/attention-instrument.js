@@ -516,15 +516,15 @@ class AttentionInstrument extends AttentionFigure {
     this.updateRow(view);
   }
 
-  // The row's part of update() in a task after the next frame, with the view current then,
-  // unless a selection drew it first; the chart's table says data-pending until it is drawn.
+  // The row's part of update() in a task after the next frame, with the view current then. The
+  // chart's table says data-pending until it is drawn, the one mark of a drawing to come: a
+  // selection that draws the row first clears it, and the deferred drawing then does nothing.
   updateRowSoon() {
-    const ticket = {};
-    this._rowSoon = ticket;
-    this.chart.table.dataset.pending = '';
+    const table = this.chart.table;
+    if ('pending' in table.dataset) return;
+    table.dataset.pending = '';
     requestAnimationFrame(() => setTimeout(() => {
-      if (this._rowSoon !== ticket) return;
-      if (this.view?.result && this.view.result === this._built) this.updateRow(this.view);
+      if ('pending' in table.dataset && this.view?.result && this.view.result === this._built) this.updateRow(this.view);
     }, 0));
   }
 
@@ -573,8 +573,7 @@ class AttentionInstrument extends AttentionFigure {
 
   // The row's bars and facts, the enlarged heatmap and the readout.
   updateRow(view) {
-    this._rowSoon = null;  // drawn now, with this view: a deferred drawing has nothing left to do
-    delete this.chart.table.dataset.pending;
+    delete this.chart.table.dataset.pending;  // drawn now: a deferred drawing has nothing left to do
     const { result, token, layer, head, showSpecial } = view;
     const shown = this._shown;
     const tokenChanged = shown.token !== token || shown.result !== result;
