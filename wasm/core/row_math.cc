@@ -22,13 +22,12 @@ constexpr float kLn2High = 0.693359375f, kLn2Low = -2.12194440e-4f;
 
 v128_t Splat(float x) { return wasm_f32x4_splat(x); }
 
-// exp(x): x = k ln 2 + r with |r| <= ln 2 / 2, exp(r) by Cephes' degree-6 polynomial, times 2^k
-// built in the exponent bits. Below kExpMin the result is 0; NaN stays NaN.
-v128_t Exp4(v128_t x) {
-  const v128_t below = wasm_f32x4_lt(x, Splat(kExpMin));
-  // pmin / pmax: one x86 instruction each (f32x4.min / max take several, for IEEE NaN and
-  // signed-zero rules); a NaN x is kept, as both return their first operand then.
-  x = wasm_f32x4_pmax(wasm_f32x4_pmin(x, Splat(88.0f)), Splat(kExpMin));
+// exp(x) for x in [kExpMin, 88] (NaN stays NaN): x = k ln 2 + r with |r| <= ln 2 / 2, exp(r) by
+// a degree-5 polynomial, times 2^k built in the exponent bits. The polynomial is a minimax fit of
+// exp(r) - 1 on [-ln 2 / 2, ln 2 / 2] for relative error (9.1e-8 in exact arithmetic); with its
+// float roundings the largest relative error over [kExpMin, 0] is 1.85e-7, under the stated
+// kExpRelativeError (row_math_test checks it against std::exp).
+v128_t ExpInRange(v128_t x) {
   // k = x / ln 2 rounded to nearest (even): adding 1.5 * 2^23 rounds it so and leaves k in the
   // low bits of the sum, from which 2^k is built below with integer adds and a shift (cheaper
   // than a saturating float-to-int conversion, which x86 has no one instruction for).
@@ -37,17 +36,23 @@ v128_t Exp4(v128_t x) {
   const v128_t k = wasm_f32x4_sub(shifted, shifter);
   v128_t r = wasm_f32x4_sub(x, wasm_f32x4_mul(k, Splat(kLn2High)));
   r = wasm_f32x4_sub(r, wasm_f32x4_mul(k, Splat(kLn2Low)));
-  v128_t y = Splat(1.9875691500e-4f);
-  y = wasm_f32x4_add(wasm_f32x4_mul(y, r), Splat(1.3981999507e-3f));
-  y = wasm_f32x4_add(wasm_f32x4_mul(y, r), Splat(8.3334519073e-3f));
-  y = wasm_f32x4_add(wasm_f32x4_mul(y, r), Splat(4.1665795894e-2f));
-  y = wasm_f32x4_add(wasm_f32x4_mul(y, r), Splat(1.6666665459e-1f));
-  y = wasm_f32x4_add(wasm_f32x4_mul(y, r), Splat(5.0000001201e-1f));
-  y = wasm_f32x4_add(wasm_f32x4_mul(y, wasm_f32x4_mul(r, r)), wasm_f32x4_add(r, Splat(1.0f)));
-  // k in [-126, 127] after the clamp, so k + 127 is a normal exponent; the sum's bits are
-  // 0x4B400000 + k.
+  v128_t y = Splat(8.2903141e-3f);
+  y = wasm_f32x4_add(wasm_f32x4_mul(y, r), Splat(4.1897930e-2f));
+  y = wasm_f32x4_add(wasm_f32x4_mul(y, r), Splat(1.6667636e-1f));
+  y = wasm_f32x4_add(wasm_f32x4_mul(y, r), Splat(4.9999151e-1f));
+  y = wasm_f32x4_add(wasm_f32x4_mul(y, r), Splat(9.9999970e-1f));
+  y = wasm_f32x4_add(wasm_f32x4_mul(y, r), Splat(1.0f));
+  // k in [-126, 127], so k + 127 is a normal exponent; the sum's bits are 0x4B400000 + k.
   const v128_t power = wasm_i32x4_shl(wasm_i32x4_add(shifted, wasm_i32x4_splat(127 - 0x4B400000)), 23);
-  return wasm_v128_andnot(wasm_f32x4_mul(y, power), below);
+  return wasm_f32x4_mul(y, power);
+}
+
+// exp(x) for any x: 0 below kExpMin (and for -inf); NaN stays NaN.
+v128_t Exp4(v128_t x) {
+  const v128_t below = wasm_f32x4_lt(x, Splat(kExpMin));
+  // pmin / pmax: one x86 instruction each (f32x4.min / max take several, for IEEE NaN and
+  // signed-zero rules); a NaN x is kept, as both return their first operand then.
+  return wasm_v128_andnot(ExpInRange(wasm_f32x4_pmax(wasm_f32x4_pmin(x, Splat(88.0f)), Splat(kExpMin))), below);
 }
 
 // log(max(x, FLT_MIN)): x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(m) by Cephes' degree-8
@@ -116,11 +121,14 @@ double HorizontalSum(v128_t low, v128_t high) {
   return wasm_f64x2_extract_lane(s, 0) + wasm_f64x2_extract_lane(s, 1);
 }
 
-// A row's maximum, its first position and its sum in double, four lanes at a time: Add each
-// vector of the row in order (valid: the lanes that hold the row, all but a partial last
-// vector's padding), then Finish.
+// A row's maximum, its first position and its sum in double, four lanes at a time, over the
+// vectors of the row that start at first, first + 8, ... (ScanRow gives each of two the even or
+// the odd vectors): Add them in order (valid: the lanes that hold the row, all but a partial last
+// vector's padding), Merge the other, then Finish.
 struct MaxAndSum {
-  v128_t max = Splat(-kInf), argmax = wasm_i32x4_splat(0), index = wasm_i32x4_make(0, 1, 2, 3);
+  explicit MaxAndSum(int32_t first) : index(wasm_i32x4_make(first, first + 1, first + 2, first + 3)) {}
+
+  v128_t max = Splat(-kInf), argmax = wasm_i32x4_splat(0), index;
   v128_t low = wasm_f64x2_splat(0.0), high = wasm_f64x2_splat(0.0);
 
   void Add(v128_t v, v128_t valid = wasm_i32x4_splat(-1)) {
@@ -129,7 +137,17 @@ struct MaxAndSum {
     max = wasm_v128_bitselect(v, max, greater);
     argmax = wasm_v128_bitselect(index, argmax, greater);
     AddAsDoubles(v, low, high);
-    index = wasm_i32x4_add(index, wasm_i32x4_splat(4));
+    index = wasm_i32x4_add(index, wasm_i32x4_splat(8));
+  }
+
+  // Lane by lane, the larger maximum and, where they are equal, the earlier position.
+  void Merge(const MaxAndSum& other) {
+    const v128_t take = wasm_v128_or(wasm_f32x4_gt(other.max, max),
+                                     wasm_v128_and(wasm_f32x4_eq(other.max, max), wasm_i32x4_lt(other.argmax, argmax)));
+    max = wasm_v128_bitselect(other.max, max, take);
+    argmax = wasm_v128_bitselect(other.argmax, argmax, take);
+    low = wasm_f64x2_add(low, other.low);
+    high = wasm_f64x2_add(high, other.high);
   }
 
   // The lanes' largest maximum and, among lanes holding it, the smallest position; the sum.
@@ -153,6 +171,44 @@ struct MaxAndSum {
 // The first `left` lanes (left < 4): those of a partial last vector that hold the row.
 v128_t TailLanes(size_t left) {
   return wasm_i32x4_lt(wasm_i32x4_make(0, 1, 2, 3), wasm_i32x4_splat(static_cast<int32_t>(left)));
+}
+
+// The maximum, first argmax and sum of a row of count values: vector(i) gives the whole vector at
+// i (i = 0, 4, ..., in order), tail(i) a partial last one padded with 0. The even and the odd
+// vectors go to two accumulators, so that each chain of dependent operations (the compare and
+// select of the maximum, the double adds) is half as long; merged, they give what one
+// accumulator over the row would, but for the order of the sum's double additions.
+template <typename Vector, typename Tail>
+void ScanRow(size_t count, Vector vector, Tail tail, RowSummary* out) {
+  MaxAndSum even(0), odd(4);
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    even.Add(vector(i));
+    odd.Add(vector(i + 4));
+  }
+  MaxAndSum* next = &even;
+  if (i + 4 <= count) {
+    even.Add(vector(i));
+    i += 4;
+    next = &odd;
+  }
+  if (i < count) next->Add(tail(i), TailLanes(count - i));
+  even.Merge(odd);
+  even.Finish(out);
+}
+
+// The largest of count values (count a multiple of 4), four vectors at a time.
+float MaxOfVectors(const float* values, size_t count) {
+  v128_t m0 = Splat(-kInf), m1 = m0, m2 = m0, m3 = m0;
+  size_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    m0 = wasm_f32x4_pmax(m0, wasm_v128_load(values + i));
+    m1 = wasm_f32x4_pmax(m1, wasm_v128_load(values + i + 4));
+    m2 = wasm_f32x4_pmax(m2, wasm_v128_load(values + i + 8));
+    m3 = wasm_f32x4_pmax(m3, wasm_v128_load(values + i + 12));
+  }
+  for (; i < count; i += 4) m0 = wasm_f32x4_pmax(m0, wasm_v128_load(values + i));
+  return HorizontalMax(wasm_f32x4_pmax(wasm_f32x4_pmax(m0, m1), wasm_f32x4_pmax(m2, m3)));
 }
 #endif  // __wasm_simd128__
 
@@ -186,11 +242,9 @@ RowSummary SoftmaxRowSummary(float* row, int32_t n, float scale) {
   double z = 0, weighted = 0;  // Z = sum e_j and sum e_j x_j, x_j = s_j scale - max <= 0
 #ifdef __wasm_simd128__
   const size_t count = static_cast<size_t>(n), body = count / 4 * 4;
-  v128_t vmax = Splat(-kInf);
-  for (size_t i = 0; i < body; i += 4) vmax = wasm_f32x4_pmax(vmax, wasm_v128_load(row + i));
-  float max = HorizontalMax(vmax);
+  float max = MaxOfVectors(row, body);
   for (size_t i = body; i < count; ++i) max = std::max(max, row[i]);
-  const v128_t vscale = Splat(scale), shift = Splat(max * scale);
+  const v128_t vscale = Splat(scale), shift = Splat(max * scale), min = Splat(kExpMin);
   v128_t low = wasm_f64x2_splat(0.0), high = wasm_f64x2_splat(0.0);
   v128_t weighted_low = low, weighted_high = low;
   // Each block of kSumBlock weights is summed in float lanes (each lane at most kSumBlock / 4
@@ -198,11 +252,14 @@ RowSummary SoftmaxRowSummary(float* row, int32_t n, float scale) {
   constexpr size_t kSumBlock = 64;
   v128_t block_z = Splat(0.0f), block_weighted = block_z;
   const auto exp_step = [&](v128_t s) {
+    // x <= 0 or NaN (rounding is monotone: s scale <= max scale), so only the lower clamp is
+    // needed. Below kExpMin the weight is 0, and x is clamped there, so that e x is 0 too
+    // (x = -inf would make it NaN); elsewhere the clamped x is x.
     const v128_t x = wasm_f32x4_sub(wasm_f32x4_mul(s, vscale), shift);
-    const v128_t e = Exp4(x);  // a pad lane: exp(-inf) = 0
+    const v128_t clamped = wasm_f32x4_pmax(x, min);  // NaN kept (see Exp4)
+    const v128_t e = wasm_v128_andnot(ExpInRange(clamped), wasm_f32x4_lt(x, min));  // pad lanes: 0
     block_z = wasm_f32x4_add(block_z, e);
-    // e x is 0 where e is 0 (x = -inf there would make it NaN).
-    block_weighted = wasm_f32x4_add(block_weighted, wasm_v128_and(wasm_f32x4_mul(e, x), wasm_f32x4_ne(e, Splat(0.0f))));
+    block_weighted = wasm_f32x4_add(block_weighted, wasm_f32x4_mul(e, clamped));
     return e;
   };
   const auto flush = [&] {
@@ -210,10 +267,12 @@ RowSummary SoftmaxRowSummary(float* row, int32_t n, float scale) {
     AddAsDoubles(block_weighted, weighted_low, weighted_high);
     block_z = block_weighted = Splat(0.0f);
   };
-  for (size_t i = 0; i < body; i += 4) {
-    wasm_v128_store(row + i, exp_step(wasm_v128_load(row + i)));
-    if ((i + 4) % kSumBlock == 0) flush();
+  size_t i = 0;
+  for (; i + kSumBlock <= body; i += kSumBlock) {
+    for (size_t j = i; j < i + kSumBlock; j += 4) wasm_v128_store(row + j, exp_step(wasm_v128_load(row + j)));
+    flush();
   }
+  for (; i < body; i += 4) wasm_v128_store(row + i, exp_step(wasm_v128_load(row + i)));
   if (body < count) StoreTail(exp_step(LoadTail(row + body, count - body, -kInf)), row + body, count - body);
   flush();
   z = HorizontalSum(low, high);
@@ -221,18 +280,15 @@ RowSummary SoftmaxRowSummary(float* row, int32_t n, float scale) {
   const v128_t inverse = Splat(static_cast<float>(1.0 / z));
   // The normalisation pass also takes the maximum, its first position and the sum of the
   // stored weights.
-  MaxAndSum stored;
-  for (size_t i = 0; i < body; i += 4) {
+  ScanRow(count, [&](size_t i) {
     const v128_t p = wasm_f32x4_mul(wasm_v128_load(row + i), inverse);
     wasm_v128_store(row + i, p);
-    stored.Add(p);
-  }
-  if (body < count) {  // pad lanes hold 0 and are not candidates for the maximum
-    const v128_t p = wasm_f32x4_mul(LoadTail(row + body, count - body, 0.0f), inverse);
-    StoreTail(p, row + body, count - body);
-    stored.Add(p, TailLanes(count - body));
-  }
-  stored.Finish(&out);
+    return p;
+  }, [&](size_t i) {  // pad lanes hold 0 and are not candidates for the maximum
+    const v128_t p = wasm_f32x4_mul(LoadTail(row + i, count - i, 0.0f), inverse);
+    StoreTail(p, row + i, count - i);
+    return p;
+  }, &out);
 #else
   Eigen::Map<Eigen::ArrayXf> x(row, n);
   x *= scale;
@@ -275,17 +331,14 @@ RowSummary SummarizeRow(const float* p, int32_t n) {
   if (n <= 0) return out;
 #ifdef __wasm_simd128__
   const size_t count = static_cast<size_t>(n);
-  MaxAndSum row;
   v128_t entropy = Splat(0.0f);
-  const auto step = [&](v128_t v, v128_t valid) {
-    row.Add(v, valid);
+  const auto with_entropy = [&](v128_t v) {
     entropy = wasm_f32x4_add(entropy, wasm_f32x4_mul(v, Log4(v)));
+    return v;
   };
-  size_t i = 0;
-  for (; i + 4 <= count; i += 4) step(wasm_v128_load(p + i), wasm_i32x4_splat(-1));
   // Pad lanes hold 0: they add nothing to the sum or the entropy.
-  if (i < count) step(LoadTail(p + i, count - i, 0.0f), TailLanes(count - i));
-  row.Finish(&out);
+  ScanRow(count, [&](size_t i) { return with_entropy(wasm_v128_load(p + i)); },
+          [&](size_t i) { return with_entropy(LoadTail(p + i, count - i, 0.0f)); }, &out);
   out.entropy = -((wasm_f32x4_extract_lane(entropy, 0) + wasm_f32x4_extract_lane(entropy, 1)) +
                   (wasm_f32x4_extract_lane(entropy, 2) + wasm_f32x4_extract_lane(entropy, 3)));
 #else

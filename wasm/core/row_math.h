@@ -2,13 +2,13 @@
 // over a row of probabilities for its maximum, first argmax, sum and entropy.
 //
 // In the WebAssembly build with SIMD128 (__wasm_simd128__) these run four lanes at a time on
-// <wasm_simd128.h> with polynomial exp and log (Cephes' expf and logf: range reduction, then a
-// degree-6 or degree-8 polynomial, the power of two from the exponent bits), because Eigen 3.4
-// has no wasm packet math and its exp and log there are scalar calls of about 10 ns each, which
-// made the softmax and the row statistics a fifth of an analysis at n = 512. Everywhere else they
-// are the plain Eigen expressions (vectorised natively), so native numbers do not change; there
-// exp below about -88.4 (and of -inf) is a denormal under FLT_MIN rather than 0 where Eigen's
-// packet path runs.
+// <wasm_simd128.h> with polynomial exp and log (range reduction, then for exp a degree-5 minimax
+// polynomial and for log Cephes' degree-8 one, the power of two from the exponent bits), because
+// Eigen 3.4 has no wasm packet math and its exp and log there are scalar calls of about 10 ns
+// each, which made the softmax and the row statistics a fifth of an analysis at n = 512.
+// Everywhere else they are the plain Eigen expressions (vectorised natively), so native numbers do
+// not change; there exp below about -88.4 (and of -inf) is a denormal under FLT_MIN rather than 0
+// where Eigen's packet path runs.
 //
 // Accuracy of the SIMD128 polynomials against std::exp / std::log, checked over random and edge
 // inputs by tests/cpp/row_math_test.cc in the wasm build:
