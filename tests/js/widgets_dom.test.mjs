@@ -220,6 +220,36 @@ test('Figure 1 draws a new sentence\'s row in a task after its chips, and a sele
   figure.remove();
 });
 
+test('Figure 1: a finger pressed on another head\'s tile is read out by the click that selects it, or on pointercancel', async (t) => {
+  withoutCanvas(t);
+  const { AttentionFigure } = await import('../../web/widgets/base.js');
+  const embedded = AttentionFigure.embedded;
+  AttentionFigure.embedded = false;
+  t.after(() => { AttentionFigure.embedded = embedded; });
+  const figure = place(FIGURES.instrument.tag);
+  figure.view = await exampleView();
+  const readout = () => {
+    const d = figure.shadowRoot.querySelector('p.readout').dataset;
+    return { source: d.source, layer: Number(d.layer), head: Number(d.head) };
+  };
+  const press = (layer, head, type) => figure.shadowRoot.querySelector(`button.cell[data-layer="${layer}"][data-head="${head}"]`)
+    .dispatchEvent(new window.PointerEvent(type, { bubbles: true, pointerType: 'touch' }));
+  const { layer, head } = figure.view;
+  const before = readout();
+  assert.equal(before.source, 'selection');
+  // Another head's tile: nothing is drawn at the press (the click that follows draws it with the
+  // head it selects); a press that turns into a scroll is drawn when the browser cancels it.
+  const other = { layer: (layer + 1) % result.layers, head: (head + 1) % result.heads };
+  press(other.layer, other.head, 'pointerdown');
+  assert.deepEqual(readout(), before, 'the press drew the line before its click');
+  press(other.layer, other.head, 'pointercancel');
+  assert.deepEqual(readout(), { source: 'tap', ...other });
+  // The selected head's own tile: no click changes the figure, so the line is drawn at the press.
+  press(layer, head, 'pointerdown');
+  assert.deepEqual(readout(), { source: 'tap', layer, head });
+  figure.remove();
+});
+
 test('the heads figure puts a layer in one row of up to eight panels, else in rows of equal length', () => {
   const cases = { 1: 1, 2: 2, 4: 4, 8: 8, 12: 6, 16: 8, 6: 6, 20: 5, 24: 8, 11: 6 };
   for (const [heads, perRow] of Object.entries(cases)) assert.equal(panelsPerRow(Number(heads)), perRow, `${heads} heads`);

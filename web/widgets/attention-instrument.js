@@ -227,12 +227,18 @@ class AttentionInstrument extends AttentionFigure {
       const head = Number(cell.dataset.head);
       if (source === 'tap' && event.pointerType !== 'mouse') {
         this.readout.set(this.view.result, { layer, head, source });
+        // A finger pressed on another head's tile: the click that follows selects that head and
+        // draws the line with it. Drawn now as well, the page would be rendered twice for one tap
+        // (once between the press and the lift), on a phone the longest task of a tap
+        // (bench_interaction.mjs --phone). A press that scrolls instead is drawn on pointercancel.
+        if (event.type === 'pointerdown' && (layer !== this.view.layer || head !== this.view.head)) return;
         this.showReadout();
         return;
       }
       this.probeAt(cell.querySelector('.map'), event, layer, head, source);
     };
     wireProbe(this.pickerSlot, probeCell, () => this.leaveProbe());
+    this.pickerSlot.addEventListener('pointercancel', () => this.showReadout());
     this.pickerSlot.addEventListener('focusin', (event) => {
       const cell = event.target.closest?.('button.cell');
       if (!cell?.matches(':focus-visible') || !this.view?.result) return;
