@@ -16,7 +16,10 @@
 // then a profile of the forward pass by operation (kernel_bench.cc, bench_profile).
 //
 // Usage: node scripts/bench/bench_ort.mjs [--label NAME] [--engine-dir DIR] [--core-dir DIR]
-//          [--model FILE.attn] [--reps N] [--lengths 8,16,...] [--no-ort]
+//          [--model FILE.attn] [--reps N] [--lengths 8,16,...] [--no-ort] [--relaxed]
+//   --relaxed: the engine's relaxed-SIMD wasm (attention_engine.relaxed.wasm, f32x4.relaxed_madd
+//     in the products; what Chromium runs), and kernel_bench built the same way; else the plain
+//     SIMD128 build, which browsers without relaxed SIMD run
 //   --engine-dir: a folder with attention_engine.{js,wasm} (default build/wasm), and engine.js +
 //     result.js when the page's own (web/engine/) should not be used with it
 //   --core-dir: the folder holding core/ that kernel_bench.cc is built against (default wasm/)
@@ -25,7 +28,7 @@
 // Writes build/bench/<label>.json. Needs: scripts/build.sh wasm, npm ci (onnxruntime-web,
 // playwright-core), Debian's em++ and PyTorch (the export is made when missing).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -44,6 +47,7 @@ const modelPath = resolve(option('model', join(root, 'model_data', 'explainer-mi
 const REPS = Number(option('reps', 20));
 const LENGTHS = option('lengths', '8,16,32,64,128,256,512').split(',').map(Number);
 const withOrt = !args.includes('--no-ort');
+const relaxed = args.includes('--relaxed');
 const DENSE_SHAPES = [[16, 256, 256], [16, 256, 1024], [16, 1024, 256], [128, 256, 256], [128, 256, 1024], [128, 1024, 256]];
 const benchDir = join(root, 'build', 'bench');
 for (const path of [engineDir, coreDir, modelPath]) {
@@ -59,7 +63,7 @@ const newest = (paths) => Math.max(...paths.map((p) => statSync(p).mtimeMs));
 // The benchmark module: kernel_bench.cc with the core sources of coreDir, built like the wasm
 // preset (-O3 -msimd128), rebuilt when a source is newer than it.
 function buildBenchModule() {
-  const out = join(benchDir, label, 'kernel_bench.mjs');
+  const out = join(benchDir, label, relaxed ? 'kernel_bench_relaxed.mjs' : 'kernel_bench.mjs');
   const core = join(coreDir, 'core');
   const sources = [...readdirSync(core).filter((f) => f.endsWith('.cc')).map((f) => join(core, f)), join(root, 'scripts', 'bench', 'kernel_bench.cc')];
   const headers = readdirSync(core).filter((f) => f.endsWith('.h')).map((f) => join(core, f));
@@ -67,10 +71,16 @@ function buildBenchModule() {
   mkdirSync(dirname(out), { recursive: true });
   const exported = ['_malloc', '_free', '_bench_load', '_bench_load_ms', '_bench_has_kernels', '_bench_packed_bytes', '_bench_pack_ms', '_bench_analyze', '_bench_forward', '_bench_dense', '_bench_profile', '_bench_analysis_profile'];
   console.log(`# building ${relative(root, out)} from ${relative(root, core)} (em++ -O3 -msimd128)`);
-  execFileSync('em++', ['-std=c++17', '-O3', '-msimd128', '-DNDEBUG', `-I${coreDir}`, '-I/usr/include/eigen3', ...sources, '-o', out,
+  execFileSync('em++', ['-std=c++17', '-O3', '-msimd128', ...(relaxed ? ['-mrelaxed-simd'] : []), '-DNDEBUG', `-I${coreDir}`, '-I/usr/include/eigen3', ...sources, '-o', out,
     '-sMODULARIZE=1', '-sEXPORT_ES6=1', '-sEXPORT_NAME=createBench', '-sALLOW_MEMORY_GROWTH=1', '-sFILESYSTEM=0', '-sENVIRONMENT=web',
     '-sINITIAL_MEMORY=67108864', `-sEXPORTED_FUNCTIONS=${exported.join(',')}`, '-sEXPORTED_RUNTIME_METHODS=HEAPU8,HEAPF64,stringToUTF8,lengthBytesUTF8'],
   { stdio: 'inherit', env: { ...process.env, NODE_PATH: `/usr/share/nodejs${process.env.NODE_PATH ? `:${process.env.NODE_PATH}` : ''}` } });
+  if (relaxed) {
+    // The prototype opcodes clang 14 emits, rewritten (scripts/wasm/relaxed_madd.mjs).
+    const wasm = out.replace(/\.mjs$/, '.wasm');
+    copyFileSync(wasm, `${wasm}.prototype`);
+    execFileSync(process.execPath, ['--experimental-wasm-relaxed-simd', join(root, 'scripts', 'wasm', 'relaxed_madd.mjs'), `${wasm}.prototype`, wasm], { stdio: 'inherit' });
+  }
   return out;
 }
 
@@ -83,7 +93,7 @@ function onnxExport() {
 }
 
 // Runs in the page. Every URL is relative to the served repository root.
-async function pageMain({ engineJs, engineUrl, modelUrl, benchUrl, onnxUrl, lengths, reps, denseShapes, withOrt }) {
+async function pageMain({ engineJs, engineUrl, modelUrl, benchUrl, onnxUrl, lengths, reps, denseShapes, withOrt, relaxed }) {
   const WORDS = ['the', 'cat', 'sat', 'on', 'a', 'mat', 'and', 'dog', 'ran', 'to', 'house', 'red', 'big', 'old', 'man', 'saw'];
   // [CLS], n - 2 one-piece words, [SEP]; distinct per variant.
   const text = (n, variant) => {
@@ -94,7 +104,7 @@ async function pageMain({ engineJs, engineUrl, modelUrl, benchUrl, onnxUrl, leng
   const median = (v) => v.slice().sort((a, b) => a - b)[Math.floor(v.length / 2)];
 
   const { createEngine } = await import(engineJs);
-  const engine = await createEngine({ engineUrl: new URL(engineUrl, location.href).href, modelUrl: new URL(modelUrl, location.href).href });
+  const engine = await createEngine({ engineUrl: new URL(engineUrl, location.href).href, modelUrl: new URL(modelUrl, location.href).href, simd: relaxed ? 'relaxed' : 'plain' });
   const modelBytes = new Uint8Array(await (await fetch(modelUrl)).arrayBuffer());
   const bench = await (await import(benchUrl)).default({ print: () => {}, printErr: (m) => console.log(m) });
   const at = bench._malloc(modelBytes.length);
@@ -200,7 +210,7 @@ try {
   const engineJs = existsSync(join(engineDir, 'engine.js')) ? url(join(engineDir, 'engine.js')) : '/web/engine/engine.js';
   report = await page.evaluate(pageMain, {
     engineJs, engineUrl: `${url(engineDir)}/`, modelUrl: url(modelPath), benchUrl: url(benchModule), onnxUrl: onnx && url(onnx),
-    lengths: LENGTHS, reps: REPS, denseShapes: DENSE_SHAPES, withOrt,
+    lengths: LENGTHS, reps: REPS, denseShapes: DENSE_SHAPES, withOrt, relaxed,
   });
 } finally {
   await browser.close();
@@ -208,7 +218,7 @@ try {
 }
 
 const fixed = (v, digits = 2) => (v === null || v === undefined ? 'n/a' : v.toFixed(digits));
-console.log(`\n${label}: ${relative(root, modelPath)}, ${report.userAgent.match(/Chrome\/[\d.]+/)?.[0] ?? 'Chromium'}, ONNX Runtime Web ${report.ortVersion ?? 'n/a'}, kernels ${report.hasKernels ? 'SIMD128' : 'Eigen'}, medians of ${REPS} interleaved repeats (host shared)`);
+console.log(`\n${label}: ${relative(root, modelPath)}, ${report.userAgent.match(/Chrome\/[\d.]+/)?.[0] ?? 'Chromium'}, ONNX Runtime Web ${report.ortVersion ?? 'n/a'}, kernels ${report.hasKernels ? (relaxed ? 'relaxed SIMD' : 'SIMD128') : 'Eigen'}, medians of ${REPS} interleaved repeats (host shared)`);
 console.log('    n | analyze ms | core ms | forward ms |  ORT ms | analyze/ORT | forward/ORT | max |attn - ORT|');
 console.log('------|------------|---------|------------|---------|-------------|-------------|-----------------');
 for (const r of report.rows) {

@@ -37,7 +37,7 @@ const modelsDir = join(root, 'web', 'models');
 mkdirSync(modelsDir, { recursive: true });
 
 const built = join(root, 'build', 'wasm');
-for (const file of ['attention_engine.js', 'attention_engine.wasm']) {
+for (const file of ['attention_engine.js', 'attention_engine.wasm', 'attention_engine.relaxed.wasm']) {
   if (!existsSync(join(built, file))) {
     console.error(`build_site: ${join(built, file)} is missing; run scripts/build.sh wasm first.`);
     process.exit(1);
@@ -47,6 +47,7 @@ for (const file of ['attention_engine.js', 'attention_engine.wasm']) {
   else copyFileSync(join(built, file), join(engineDir, file));
 }
 const wasm = readFileSync(join(engineDir, 'attention_engine.wasm'));
+const relaxedWasm = readFileSync(join(engineDir, 'attention_engine.relaxed.wasm'));
 
 const modelFiles = [
   ...readdirSync(join(root, 'model_data')).filter((f) => f.endsWith('.attn')).map((f) => join(root, 'model_data', f)),
@@ -121,7 +122,11 @@ if (!models[chosen]) {
 const manifest = {
   default: chosen,
   models,
-  engine: { glue: '../engine/attention_engine.js', wasm: '../engine/attention_engine.wasm', bytes: wasm.length, sha256: sha256(wasm) },
+  // relaxed: the same engine with relaxed SIMD, for the browsers that run it (web/engine/local.js).
+  engine: {
+    glue: '../engine/attention_engine.js', wasm: '../engine/attention_engine.wasm', bytes: wasm.length, sha256: sha256(wasm),
+    relaxed: { wasm: '../engine/attention_engine.relaxed.wasm', bytes: relaxedWasm.length, sha256: sha256(relaxedWasm) },
+  },
 };
 // The fidelity bar (docs/ARCHITECTURE.md): compact attention within 1e-3 of f32.
 if (models[NAIVE]) manifest.precision = { reference: REFERENCE, shipped: COMPACT, naive: NAIVE, bar: 1e-3 };
@@ -170,7 +175,7 @@ function siteFiles(dir = web) {
   }).sort((a, b) => (a.path < b.path ? -1 : 1));
 }
 const files = siteFiles();
-const version = sha256(JSON.stringify({ files, engine: manifest.engine.sha256, models: Object.fromEntries(names.map((n) => [n, models[n].sha256])) })).slice(0, 16);
+const version = sha256(JSON.stringify({ files, engine: [manifest.engine.sha256, manifest.engine.relaxed.sha256], models: Object.fromEntries(names.map((n) => [n, models[n].sha256])) })).slice(0, 16);
 manifest.site = { version, files };
 writeFileSync(join(modelsDir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
 console.log(`build_site: ${files.length} files (${(files.reduce((a, f) => a + f.bytes, 0) / 1e6).toFixed(2)} MB) for reading offline, version ${version}`);

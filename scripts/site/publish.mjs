@@ -7,7 +7,8 @@
 //                manifest's site list: the pages' minified bundles in app/, the engine's modules,
 //                styles, the precomputed examples, the set statistics), the set statistics' words
 //                (a download on request) and the service worker that keeps them for reading offline
-// The folder holds: dist/attention-widgets.js; engine/ attention_engine.js, attention_engine.wasm
+// The folder holds: dist/attention-widgets.js; engine/ attention_engine.js, attention_engine.wasm,
+// attention_engine.relaxed.wasm (for browsers with relaxed SIMD)
 // and the worker's modules (worker.js, errors.js, files.js, local.js, protocol.js, result.js: the
 // bundle holds the page's side); models/manifest.json (only the models published), the
 // default model's core file and its .rows/ shard folder; embed.html, embed-frame.js and
@@ -27,6 +28,9 @@ import { HOST_HEADERS } from './http_policy.mjs';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
 
+// The engine with relaxed SIMD: a browser that runs it downloads this instead of
+// attention_engine.wasm (web/engine/local.js).
+export const RELAXED_WASM = 'engine/attention_engine.relaxed.wasm';
 export const BASE_FILES = Object.freeze([
   'dist/attention-widgets.js',
   'engine/attention_engine.js',
@@ -67,9 +71,11 @@ function previousFiles(out) {
 const mb = (bytes) => `${(bytes / 1e6).toFixed(bytes < 1e6 ? 3 : 1)} MB`;
 
 // Copies the files into `out` (new, empty, or written by publish before) and returns
-// {files: [{path, bytes, when}], manifest}; when: 'first' (every reader, first view), 'shards'
-// (rows fetched as sentences need them), 'all-rows' (every row in one file, for the figures that
-// predict), 'frame' (the iframe form only), 'precision', 'site' (the article and the posts).
+// {files: [{path, bytes, when}], manifest}; when: 'first' (every reader, first view), 'relaxed'
+// (the relaxed-SIMD wasm, which a browser that runs it fetches instead of the plain one),
+// 'shards' (rows fetched as sentences need them), 'all-rows' (every row in one file, for the
+// figures that predict), 'frame' (the iframe form only), 'precision', 'site' (the article and
+// the posts).
 export function publish({ out, precision = false, site = false, quiet = false } = {}) {
   if (!out) throw new Error('publish: --out DIR is required');
   out = resolve(out);
@@ -85,6 +91,7 @@ export function publish({ out, precision = false, site = false, quiet = false } 
     files.push({ path, bytes: statSync(from).size, when });
   };
   for (const path of BASE_FILES) add(path, 'first');
+  add(RELAXED_WASM, 'relaxed');
   const models = { [manifest.default]: chosen };
   if (chosen.core && chosen.shards) {
     add(`models/${chosen.core.file}`, 'first');
@@ -161,6 +168,7 @@ export function publish({ out, precision = false, site = false, quiet = false } 
     console.log(`  and ${files.filter((f) => f.when === 'compressed').length} .br and .gz copies of the text files and the wasm`);
     const wire = files.filter((f) => f.when === 'first').reduce((a, f) => a + (f.wire ?? f.bytes), 0);
     console.log(`A reader's first view: ${mb(sum('first'))} (bundle, engine, manifest, model core and the opening sentence's shards), ${mb(wire)} on the wire where the server sends the brotli copies;`);
+    console.log(`  a browser with relaxed SIMD fetches ${RELAXED_WASM} (${mb(sum('relaxed'))}) instead of the plain wasm.`);
     console.log(`  each new sentence then fetches the shards of its words (about 15 kB each, ${mb(sum('shards'))} in all).`);
     if (chosen.shards?.all) console.log(`  A figure that predicts words (the masked-LM head scores every entry) fetches the all-rows file instead, once (${mb(sum('all-rows'))}).`);
     console.log('Later visits: the wasm, the model core and the shards come from the browser\'s Cache API (keyed by their sha256);');

@@ -9,8 +9,14 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import { createEngine, EngineClient, EngineError, getEngine, isSuperseded, MAX_TEXT_CHARS, resetSharedEngine, wellFormed } from '../../web/engine/engine.js';
+import { setFlagsFromString } from 'node:v8';
+
+import { createEngine, EngineClient, EngineError, getEngine, hasRelaxedSimd, isSuperseded, MAX_TEXT_CHARS, resetSharedEngine, wellFormed } from '../../web/engine/engine.js';
 import { attentionRow, rowStat } from '../../web/engine/result.js';
+
+// Node 20 runs relaxed SIMD behind a flag, which V8 takes at run time if no module was compiled
+// before: so the engine's relaxed-SIMD wasm is held to the same bars as the plain one here.
+setFlagsFromString('--experimental-wasm-relaxed-simd');
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cli = join(root, 'build', 'native', 'attention-cli');
@@ -42,13 +48,18 @@ const SENTENCES = [
 ];
 
 // A manifest in a temporary folder, so that the test needs no web/models/ build.
-function writeManifest(modelPath, extra = {}) {
+// relaxed: name the relaxed-SIMD wasm too (createEngine's simd option picks one).
+function writeManifest(modelPath, extra = {}, { relaxed = false } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'attn-engine-'));
   const wasm = readFileSync(join(wasmDir, 'attention_engine.wasm'));
+  const relaxedWasm = join(wasmDir, 'attention_engine.relaxed.wasm');
   const manifest = {
     default: 'm',
     models: { m: { file: pathToFileURL(modelPath).href, bytes: readFileSync(modelPath).length, sha256: 'test' } },
-    engine: { glue: pathToFileURL(join(wasmDir, 'attention_engine.js')).href, wasm: pathToFileURL(join(wasmDir, 'attention_engine.wasm')).href, bytes: wasm.length, sha256: 'test' },
+    engine: {
+      glue: pathToFileURL(join(wasmDir, 'attention_engine.js')).href, wasm: pathToFileURL(join(wasmDir, 'attention_engine.wasm')).href, bytes: wasm.length, sha256: 'test',
+      ...(relaxed ? { relaxed: { wasm: pathToFileURL(relaxedWasm).href, bytes: readFileSync(relaxedWasm).length, sha256: 'test' } } : {}),
+    },
     ...extra,
   };
   const path = join(dir, 'manifest.json');
@@ -67,12 +78,25 @@ const models = [
   ...shippedModels.map((f) => ({ name: f, path: join(root, 'model_data', f), tolerance: f.includes('.compact.') ? SHIPPED_TOLERANCE : F32_REFERENCE_TOLERANCE })),
 ];
 
-for (const { name, path: modelPath, tolerance } of models) {
+test('the relaxed-SIMD wasm is used where the manifest names one and the runtime runs it; asked for and not named, an error says so', async () => {
+  assert.equal(hasRelaxedSimd(), true, 'this Node does not run relaxed SIMD, so the relaxed engine would go untested');
+  const modelPath = join(fixtures, 'tiny.attn');
+  const wasmOf = async (options) => (await createEngine(options)).info.wasm.split('/').pop();
+  assert.equal(await wasmOf({ manifestUrl: writeManifest(modelPath, {}, { relaxed: true }) }), 'attention_engine.relaxed.wasm');
+  assert.equal(await wasmOf({ manifestUrl: writeManifest(modelPath, {}, { relaxed: true }), simd: 'plain' }), 'attention_engine.wasm');
+  assert.equal(await wasmOf({ manifestUrl: writeManifest(modelPath) }), 'attention_engine.wasm');
+  await assert.rejects(createEngine({ manifestUrl: writeManifest(modelPath), simd: 'relaxed' }), (error) => error instanceof EngineError && /no relaxed-SIMD engine/.test(error.message));
+});
+
+// Each model with both wasm builds: plain SIMD128, and relaxed SIMD (fused multiply-adds on this
+// machine, which has FMA), whose products round differently; both within the same bar.
+for (const { name, simd, path: modelPath, tolerance } of models.flatMap((m) => ['plain', 'relaxed'].map((simd) => ({ ...m, simd, name: `${m.name}, ${simd} SIMD` })))) {
   describe(`wasm engine vs native CLI (${name})`, () => {
     let engine;
     before(async () => {
       assert.ok(existsSync(modelPath), `${modelPath} is missing: run scripts/reference/make_test_fixtures.sh build/fixtures`);
-      engine = await createEngine({ manifestUrl: writeManifest(modelPath) });
+      engine = await createEngine({ manifestUrl: writeManifest(modelPath, {}, { relaxed: true }), simd });
+      assert.ok(engine.info.wasm.endsWith(simd === 'relaxed' ? 'attention_engine.relaxed.wasm' : 'attention_engine.wasm'), engine.info.wasm);
     });
 
     test('tokens identical and attention within tolerance for every sentence', () => {

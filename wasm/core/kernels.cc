@@ -98,6 +98,18 @@ void PackPanels(const float* b, ptrdiff_t row_stride, ptrdiff_t col_stride, int3
   }
 }
 
+// a * b + c. In the relaxed-SIMD build (-mrelaxed-simd, the engine's second wasm file) one
+// f32x4.relaxed_madd, fused where the hardware has FMA: clang 14's prototype builtin emits the
+// prototype opcode f32x4.fma with the operands in this order, which scripts/wasm/relaxed_madd.mjs
+// rewrites to f32x4.relaxed_madd after linking. Elsewhere a multiply and an add.
+inline v128_t MultiplyAdd(v128_t a, v128_t b, v128_t c) {
+#ifdef __wasm_relaxed_simd__
+  return __builtin_wasm_fma_f32x4(a, b, c);
+#else
+  return wasm_f32x4_add(c, wasm_f32x4_mul(a, b));
+#endif
+}
+
 // One tile: rows [0, MR) of x (MR = 1 or 2) times one panel, into 16 columns of y (only `cols`
 // of them are stored). Each output is summed over k in order from 0, then the bias is added.
 template <int MR>
@@ -112,16 +124,16 @@ inline void Tile(const float* x, ptrdiff_t ldx, int32_t K, const float* panel, c
     const v128_t w0 = wasm_v128_load(wk), w1 = wasm_v128_load(wk + 4);
     const v128_t w2 = wasm_v128_load(wk + 8), w3 = wasm_v128_load(wk + 12);
     const v128_t a0 = wasm_v128_load32_splat(x0 + k);
-    c00 = wasm_f32x4_add(c00, wasm_f32x4_mul(a0, w0));
-    c01 = wasm_f32x4_add(c01, wasm_f32x4_mul(a0, w1));
-    c02 = wasm_f32x4_add(c02, wasm_f32x4_mul(a0, w2));
-    c03 = wasm_f32x4_add(c03, wasm_f32x4_mul(a0, w3));
+    c00 = MultiplyAdd(a0, w0, c00);
+    c01 = MultiplyAdd(a0, w1, c01);
+    c02 = MultiplyAdd(a0, w2, c02);
+    c03 = MultiplyAdd(a0, w3, c03);
     if (MR > 1) {
       const v128_t a1 = wasm_v128_load32_splat(x1 + k);
-      c10 = wasm_f32x4_add(c10, wasm_f32x4_mul(a1, w0));
-      c11 = wasm_f32x4_add(c11, wasm_f32x4_mul(a1, w1));
-      c12 = wasm_f32x4_add(c12, wasm_f32x4_mul(a1, w2));
-      c13 = wasm_f32x4_add(c13, wasm_f32x4_mul(a1, w3));
+      c10 = MultiplyAdd(a1, w0, c10);
+      c11 = MultiplyAdd(a1, w1, c11);
+      c12 = MultiplyAdd(a1, w2, c12);
+      c13 = MultiplyAdd(a1, w3, c13);
     }
   }
   v128_t rows[2][4] = {{c00, c01, c02, c03}, {c10, c11, c12, c13}};
@@ -192,7 +204,13 @@ bool SimdKernels() {
 #endif
 }
 
-const char* KernelName() { return SimdKernels() ? "wasm-simd128 2x16" : "eigen"; }
+const char* KernelName() {
+#ifdef __wasm_relaxed_simd__
+  return "wasm-relaxed-simd 2x16";
+#else
+  return SimdKernels() ? "wasm-simd128 2x16" : "eigen";
+#endif
+}
 
 PackedLinear::PackedLinear(const float* weight, const float* bias, int32_t outputs, int32_t inputs)
     : weight_(weight), bias_(bias), outputs_(outputs), inputs_(inputs) {

@@ -363,8 +363,23 @@ export class AttentionEngine {
   }
 }
 
-// The engine's two files, as scripts/site/build_site.mjs names them next to each other.
-export const ENGINE_FILES = Object.freeze({ glue: 'attention_engine.js', wasm: 'attention_engine.wasm' });
+// The engine's files, as scripts/site/build_site.mjs names them next to each other: the glue,
+// the wasm, and the same engine with relaxed SIMD (its matrix products in f32x4.relaxed_madd,
+// fused multiply-adds where the hardware has them), which the same glue drives.
+export const ENGINE_FILES = Object.freeze({ glue: 'attention_engine.js', wasm: 'attention_engine.wasm', relaxed: 'attention_engine.relaxed.wasm' });
+
+// A module whose one function is three i32x4.splat and an f32x4.relaxed_madd: it validates
+// where the browser runs relaxed SIMD (Chromium since 114); elsewhere the plain wasm is used.
+const RELAXED_SIMD_PROBE = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,  // magic, version
+  0x01, 0x04, 0x01, 0x60, 0x00, 0x00,              // one type: [] -> []
+  0x03, 0x02, 0x01, 0x00,                          // one function of it
+  0x0a, 0x14, 0x01, 0x12, 0x00,                    // its body: no locals,
+  0x41, 0x00, 0xfd, 0x11, 0x41, 0x00, 0xfd, 0x11, 0x41, 0x00, 0xfd, 0x11,  // 3x i32.const 0, i32x4.splat
+  0xfd, 0x85, 0x02, 0x1a, 0x0b,                    // f32x4.relaxed_madd, drop, end
+]);
+let relaxedSimd = null;
+export const hasRelaxedSimd = () => (relaxedSimd ??= WebAssembly.validate(RELAXED_SIMD_PROBE));
 
 async function importGlue(glueUrl) {
   try {
@@ -405,12 +420,14 @@ async function instantiate(createModule, compiled) {
 //   model: a key of manifest.models (default: manifest.default), or modelUrl: a model file's URL
 //   engineUrl: a folder holding ENGINE_FILES, instead of the manifest's (with modelUrl as well,
 //     no manifest is read at all)
+//   simd: which wasm: 'auto' (the manifest's relaxed-SIMD one where this browser runs it, else
+//     the plain one; from a folder, the plain one), 'relaxed' or 'plain'
 //   early: {url, response}, the page's own answer for the model file (startDownload in files.js)
 //   onProgress({phase: 'engine'|'model', loaded, total, percent})
 // The glue, the wasm and the model download at once; the wasm compiles while it arrives and is
 // instantiated while the model is still downloading, so that what is left after the model's
 // last byte is the core reading the file (LoadedModel::FromBuffer).
-export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifest: given, model, modelUrl, engineUrl, single = false, early = null, onProgress = () => {}, memoBytes = MEMO_BYTES } = {}) {
+export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifest: given, model, modelUrl, engineUrl, simd = 'auto', single = false, early = null, onProgress = () => {}, memoBytes = MEMO_BYTES } = {}) {
   const t0 = now();
   const manifest = engineUrl && modelUrl ? null : given ?? await loadManifest(manifestUrl);
   const base = new URL(manifestUrl, typeof location === 'undefined' ? HERE : location.href).href;
@@ -422,10 +439,13 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
   if (early && early.url !== resolvedModelUrl) early.response.body?.cancel().catch(() => {});
   const shardBase = split ? new URL(entry.shards.folder, base).href : null;
   // The manifest's checksum only vouches for the manifest's own engine files.
-  const engineEntry = engineUrl ? null : manifest.engine;
   const folder = engineUrl && (engineUrl.endsWith('/') ? engineUrl : `${engineUrl}/`);
+  const relaxedEntry = folder ? null : manifest.engine.relaxed;
+  if (simd === 'relaxed' && !folder && !relaxedEntry) throw new EngineError('engine', `The manifest ${manifestUrl} names no relaxed-SIMD engine.`);
+  const relaxed = simd === 'relaxed' || (simd === 'auto' && Boolean(relaxedEntry) && hasRelaxedSimd());
+  const engineEntry = folder ? null : relaxed ? relaxedEntry : manifest.engine;
   const glueUrl = new URL(folder ? ENGINE_FILES.glue : manifest.engine.glue, folder || base).href;
-  const wasmUrl = new URL(folder ? ENGINE_FILES.wasm : manifest.engine.wasm, folder || base).href;
+  const wasmUrl = new URL(folder ? ENGINE_FILES[relaxed ? 'relaxed' : 'wasm'] : engineEntry.wasm, folder || base).href;
 
   const marks = {};
   const glue = importGlue(glueUrl);
@@ -480,7 +500,7 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
   const preloaded = split ? (entry.shards.preload ?? []).map((k) => fetchShard(shardSource, k).then((shard) => [k, shard], () => null)) : [];
   // Promise.all watches every promise, so a second failure is never left unhandled.
   const [{ value: { module, native, tReady, t3 }, bytes: modelBytes, from: modelFrom }, { bytes: wasmBytes }] = await Promise.all([modelLoad, compiled, instance]);
-  const info = { ...native.info(), url: resolvedModelUrl, sha256: modelFile?.sha256 ?? null };
+  const info = { ...native.info(), url: resolvedModelUrl, sha256: modelFile?.sha256 ?? null, wasm: wasmUrl };
   const t4 = now();
   const allRows = split && checksumOf(entry.shards.all) ? { url: new URL(entry.shards.all.file, base).href, checksum: checksumOf(entry.shards.all) } : null;
   const shards = split ? { baseUrl: shardBase, coreSha: entry.core.sha256, count: entry.shards.count, bytes: entry.shards.bytes ?? 0, all: allRows } : null;
