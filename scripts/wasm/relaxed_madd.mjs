@@ -8,10 +8,14 @@
 // instruction it does not know. Then it checks that the result validates where relaxed SIMD is
 // on, and that its imports and exports are the plain build's, so that the one glue drives both.
 //
-// Usage: node --experimental-wasm-relaxed-simd scripts/wasm/relaxed_madd.mjs IN.wasm OUT.wasm [PLAIN.wasm]
-// (Node 20 validates relaxed SIMD only behind that flag; PLAIN: the plain build whose imports and
-// exports OUT must have.) Prints how many sites it rewrote.
-import { readFileSync, writeFileSync } from 'node:fs';
+// Usage: node --experimental-wasm-relaxed-simd scripts/wasm/relaxed_madd.mjs IN.wasm OUT.wasm
+//          [PLAIN.wasm [IN.js PLAIN.js]]
+// (Node 20 validates relaxed SIMD only behind that flag.) PLAIN.wasm: the plain build, whose
+// imports and exports OUT must have; IN.js, PLAIN.js: the two builds' glue, which must be the
+// same but for the name of the wasm file each was linked with. Prints how many sites it rewrote.
+import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 const PROTOTYPE_FMA = 0xaf;       // f32x4.fma (the relaxed-SIMD prototype, LLVM 14)
 const RELAXED_MADD = 0x105;       // f32x4.relaxed_madd
@@ -136,10 +140,10 @@ export function relax(bytes) {
   return { bytes: out, sites: sites.length };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const [input, output, plain] = process.argv.slice(2);
-  if (!input || !output) {
-    console.error('usage: node --experimental-wasm-relaxed-simd scripts/wasm/relaxed_madd.mjs IN.wasm OUT.wasm [PLAIN.wasm]');
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
+  const [input, output, plain, glue, plainGlue] = process.argv.slice(2);
+  if (!input || !output || (glue && !plainGlue)) {
+    console.error('usage: node --experimental-wasm-relaxed-simd scripts/wasm/relaxed_madd.mjs IN.wasm OUT.wasm [PLAIN.wasm [IN.js PLAIN.js]]');
     process.exit(2);
   }
   try {
@@ -151,6 +155,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       return JSON.stringify([WebAssembly.Module.imports(m), WebAssembly.Module.exports(m)]);
     };
     if (plain && shape(bytes) !== shape(readFileSync(plain))) throw new WasmError(`${output}'s imports or exports differ from ${plain}'s: one glue cannot drive both`);
+    if (glue && readFileSync(glue, 'utf8').replaceAll(basename(input), basename(plain)) !== readFileSync(plainGlue, 'utf8')) {
+      throw new WasmError(`${glue} differs from ${plainGlue} beyond the wasm file's name: one glue cannot drive both`);
+    }
     writeFileSync(output, bytes);
     console.log(`relaxed_madd: ${sites} f32x4.fma rewritten to f32x4.relaxed_madd in ${output}`);
   } catch (error) {

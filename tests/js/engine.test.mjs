@@ -78,7 +78,7 @@ const models = [
   ...shippedModels.map((f) => ({ name: f, path: join(root, 'model_data', f), tolerance: f.includes('.compact.') ? SHIPPED_TOLERANCE : F32_REFERENCE_TOLERANCE })),
 ];
 
-test('the relaxed-SIMD wasm is used where the manifest names one and the runtime runs it; asked for and not named, an error says so', async () => {
+test('the relaxed-SIMD wasm is used where the manifest names one and the runtime runs it, the plain one where it does not arrive; asked for and not there, an error says so', async () => {
   assert.equal(hasRelaxedSimd(), true, 'this Node does not run relaxed SIMD, so the relaxed engine would go untested');
   const modelPath = join(fixtures, 'tiny.attn');
   const wasmOf = async (options) => (await createEngine(options)).info.wasm.split('/').pop();
@@ -86,6 +86,15 @@ test('the relaxed-SIMD wasm is used where the manifest names one and the runtime
   assert.equal(await wasmOf({ manifestUrl: writeManifest(modelPath, {}, { relaxed: true }), simd: 'plain' }), 'attention_engine.wasm');
   assert.equal(await wasmOf({ manifestUrl: writeManifest(modelPath) }), 'attention_engine.wasm');
   await assert.rejects(createEngine({ manifestUrl: writeManifest(modelPath), simd: 'relaxed' }), (error) => error instanceof EngineError && /no relaxed-SIMD engine/.test(error.message));
+  await assert.rejects(createEngine({ manifestUrl: writeManifest(modelPath), simd: true }), (error) => error instanceof EngineError && /'auto', 'relaxed' or 'plain'/.test(error.message));
+  // A relaxed-SIMD wasm the host does not serve: 'auto' falls back to the plain one, 'relaxed' says which file failed.
+  const missing = writeManifest(modelPath, {}, { relaxed: true });
+  const path = fileURLToPath(missing);
+  const manifest = JSON.parse(readFileSync(path, 'utf8'));
+  manifest.engine.relaxed.wasm = pathToFileURL(join(dirname(path), 'absent.relaxed.wasm')).href;
+  writeFileSync(path, JSON.stringify(manifest));
+  assert.equal(await wasmOf({ manifestUrl: missing }), 'attention_engine.wasm');
+  await assert.rejects(createEngine({ manifestUrl: missing, simd: 'relaxed' }), (error) => error instanceof EngineError && error.message.includes('absent.relaxed.wasm'));
 });
 
 // Each model with both wasm builds: plain SIMD128, and relaxed SIMD (fused multiply-adds on this

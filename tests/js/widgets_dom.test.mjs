@@ -237,13 +237,20 @@ test('Figure 1: a finger pressed on another head\'s tile is read out by the clic
   const { layer, head } = figure.view;
   const before = readout();
   assert.equal(before.source, 'selection');
-  // Another head's tile: nothing is drawn at the press (the click that follows draws it with the
-  // head it selects); a press that turns into a scroll is drawn when the browser cancels it.
+  // Another head's tile: nothing is drawn at the press or while the finger stays on it (the
+  // click that follows draws it with the head it selects); a press that turns into a scroll is
+  // drawn when the browser cancels it; a finger that slides onto a third tile, at once.
   const other = { layer: (layer + 1) % result.layers, head: (head + 1) % result.heads };
   press(other.layer, other.head, 'pointerdown');
+  press(other.layer, other.head, 'pointermove');
   assert.deepEqual(readout(), before, 'the press drew the line before its click');
   press(other.layer, other.head, 'pointercancel');
   assert.deepEqual(readout(), { source: 'tap', ...other });
+  const third = { layer: (layer + 2) % result.layers, head: (head + 2) % result.heads };
+  press(other.layer, other.head, 'pointerdown');
+  press(third.layer, third.head, 'pointermove');
+  assert.deepEqual(readout(), { source: 'tap', ...third }, 'a finger sliding onto another tile is not read out');
+  press(third.layer, third.head, 'pointerup');
   // The selected head's own tile: no click changes the figure, so the line is drawn at the press.
   press(layer, head, 'pointerdown');
   assert.deepEqual(readout(), { source: 'tap', layer, head });

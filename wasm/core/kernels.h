@@ -31,7 +31,8 @@ enum class Epilogue : uint8_t {
 
 // True when the SIMD128 kernels are compiled in (the wasm build); false where Eigen runs.
 bool SimdKernels();
-// "wasm-simd128 2x16" or "eigen", for benchmarks and reports.
+// "wasm-simd128 2x16", "wasm-relaxed-simd 2x16" (the relaxed-SIMD build) or "eigen", for
+// benchmarks and reports.
 const char* KernelName();
 
 // One nn.Linear (weight (N, K), bias (N)) as the dense kernel reads it. The weight and bias

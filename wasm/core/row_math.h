@@ -12,7 +12,7 @@
 //
 // Accuracy of the SIMD128 polynomials against std::exp / std::log, checked over random and edge
 // inputs by tests/cpp/row_math_test.cc in the wasm build:
-//   exp: relative error at most kExpRelativeError for x in [kExpMin, 88.37]; exactly 0 below
+//   exp: relative error at most kExpRelativeError for x in [kExpMin, 88]; exactly 0 below
 //        kExpMin (where std::exp is below 1.2e-38, so the absolute error is under 1.2e-38),
 //        and 0 for -inf.
 //   log: error at most kLogAbsoluteError + kLogRelativeError |log x| for x in [FLT_MIN, FLT_MAX]

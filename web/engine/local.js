@@ -438,23 +438,30 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
   // The page's own request for this file (startDownload), if it made one.
   if (early && early.url !== resolvedModelUrl) early.response.body?.cancel().catch(() => {});
   const shardBase = split ? new URL(entry.shards.folder, base).href : null;
-  // The manifest's checksum only vouches for the manifest's own engine files.
+  if (!['auto', 'relaxed', 'plain'].includes(simd)) throw new EngineError('engine', `simd is 'auto', 'relaxed' or 'plain', not ${JSON.stringify(simd)}.`);
   const folder = engineUrl && (engineUrl.endsWith('/') ? engineUrl : `${engineUrl}/`);
-  const relaxedEntry = folder ? null : manifest.engine.relaxed;
+  const relaxedEntry = folder ? null : manifest.engine.relaxed ?? null;
   if (simd === 'relaxed' && !folder && !relaxedEntry) throw new EngineError('engine', `The manifest ${manifestUrl} names no relaxed-SIMD engine.`);
   const relaxed = simd === 'relaxed' || (simd === 'auto' && Boolean(relaxedEntry) && hasRelaxedSimd());
-  const engineEntry = folder ? null : relaxed ? relaxedEntry : manifest.engine;
   const glueUrl = new URL(folder ? ENGINE_FILES.glue : manifest.engine.glue, folder || base).href;
-  const wasmUrl = new URL(folder ? ENGINE_FILES[relaxed ? 'relaxed' : 'wasm'] : engineEntry.wasm, folder || base).href;
 
   const marks = {};
   const glue = importGlue(glueUrl);
-  const engineChecksum = checksumOf(engineEntry);
-  const compiled = fetchWasmModule(wasmUrl, {
-    cacheKey: engineChecksum ? `${wasmUrl}?sha256=${engineChecksum.sha256}` : null,
-    checksum: engineChecksum,
-    onProgress: (p) => onProgress({ phase: 'engine', ...p }),
-  }).then((c) => {
+  // One build's wasm, downloaded, checked and compiled. The manifest's checksum only vouches for
+  // the manifest's own engine files.
+  const compile = (useRelaxed) => {
+    const engineEntry = folder ? null : useRelaxed ? relaxedEntry : manifest.engine;
+    const url = new URL(folder ? ENGINE_FILES[useRelaxed ? 'relaxed' : 'wasm'] : engineEntry.wasm, folder || base).href;
+    const checksum = checksumOf(engineEntry);
+    return fetchWasmModule(url, {
+      cacheKey: checksum ? `${url}?sha256=${checksum.sha256}` : null,
+      checksum,
+      onProgress: (p) => onProgress({ phase: 'engine', ...p }),
+    }).then((c) => ({ ...c, url }));
+  };
+  // Chosen by 'auto', a relaxed-SIMD wasm that does not arrive or compile (a host that did not
+  // upload it, a browser that validates the probe but not the module) gives way to the plain one.
+  const compiled = compile(relaxed).catch((error) => (simd === 'auto' && relaxed ? compile(false) : Promise.reject(error))).then((c) => {
     marks.compiled = now();
     return c;
   });
@@ -499,7 +506,7 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
   const shardSource = split ? { baseUrl: shardBase, coreSha: entry.core.sha256 } : null;
   const preloaded = split ? (entry.shards.preload ?? []).map((k) => fetchShard(shardSource, k).then((shard) => [k, shard], () => null)) : [];
   // Promise.all watches every promise, so a second failure is never left unhandled.
-  const [{ value: { module, native, tReady, t3 }, bytes: modelBytes, from: modelFrom }, { bytes: wasmBytes }] = await Promise.all([modelLoad, compiled, instance]);
+  const [{ value: { module, native, tReady, t3 }, bytes: modelBytes, from: modelFrom }, { bytes: wasmBytes, url: wasmUrl }] = await Promise.all([modelLoad, compiled, instance]);
   const info = { ...native.info(), url: resolvedModelUrl, sha256: modelFile?.sha256 ?? null, wasm: wasmUrl };
   const t4 = now();
   const allRows = split && checksumOf(entry.shards.all) ? { url: new URL(entry.shards.all.file, base).href, checksum: checksumOf(entry.shards.all) } : null;

@@ -118,6 +118,7 @@ class AttentionInstrument extends AttentionFigure {
     this._shown = {};    // what updateRow() last drew: {result, token, layer, head, showSpecial, ...}
     this._marked = {};   // what updateSelection() last marked: {result, token, layer, head}
     this._asked = null;  // a sentence committed whose analysis has not arrived yet
+    this._pressedTile = null;  // the tile a finger is down on, until it lifts
   }
 
   // The line beside the sentence box says whether the model is here (view.ready) while the
@@ -227,18 +228,24 @@ class AttentionInstrument extends AttentionFigure {
       const head = Number(cell.dataset.head);
       if (source === 'tap' && event.pointerType !== 'mouse') {
         this.readout.set(this.view.result, { layer, head, source });
-        // A finger pressed on another head's tile: the click that follows selects that head and
-        // draws the line with it. Drawn now as well, the page would be rendered twice for one tap
-        // (once between the press and the lift), on a phone the longest task of a tap
-        // (bench_interaction.mjs --phone). A press that scrolls instead is drawn on pointercancel.
-        if (event.type === 'pointerdown' && (layer !== this.view.layer || head !== this.view.head)) return;
+        // A finger pressed on another head's tile (and still on it): the click that follows
+        // selects that head and draws the line with it. Drawn now as well, the page would be
+        // rendered twice for one tap (once between the press and the lift), on a phone the
+        // longest task of a tap (bench_interaction.mjs --phone). A press that scrolls instead is
+        // drawn on pointercancel; a finger that slides onto another tile, at once.
+        if (event.type === 'pointerdown') this._pressedTile = cell;
+        if (cell === this._pressedTile && (layer !== this.view.layer || head !== this.view.head)) return;
         this.showReadout();
         return;
       }
       this.probeAt(cell.querySelector('.map'), event, layer, head, source);
     };
     wireProbe(this.pickerSlot, probeCell, () => this.leaveProbe());
-    this.pickerSlot.addEventListener('pointercancel', () => this.showReadout());
+    this.pickerSlot.addEventListener('pointerup', () => { this._pressedTile = null; });
+    this.pickerSlot.addEventListener('pointercancel', () => {
+      this._pressedTile = null;
+      this.showReadout();
+    });
     this.pickerSlot.addEventListener('focusin', (event) => {
       const cell = event.target.closest?.('button.cell');
       if (!cell?.matches(':focus-visible') || !this.view?.result) return;
