@@ -6,8 +6,9 @@
 // <wasm_simd128.h>: a tile of 2 rows x 16 columns of the output in 8 f32x4 accumulators, reading
 // W from panels of 16 output columns (K x 16 floats each, k-major, zero padded past N), so that
 // each step of k loads 4 vectors of W and 2 broadcasts of x for 8 multiply-adds (a separate
-// f32x4 mul and add: no FMA in plain SIMD128). Each output is summed in k order, then the bias
-// added. Eigen 3.4 has no wasm packet math; in Chromium this runs the layer shapes at about twice
+// f32x4 mul and add: no FMA in plain SIMD128; one f32x4.relaxed_madd in the engine's
+// relaxed-SIMD build, attention_engine.relaxed.wasm). Each output is summed in k order, then the
+// bias added. Eigen 3.4 has no wasm packet math; in Chromium this runs the layer shapes at about twice
 // its speed (scripts/bench/bench_ort.mjs). Everywhere else they are
 // Eigen's own GEMM, which is faster natively (AVX-512, FMA) and keeps the native numbers those
 // of the plain Eigen expressions: there PackedLinear keeps a view of W, no copy.
