@@ -171,14 +171,19 @@ function withoutCanvas(t) {
   t.after(() => { prototype.getContext = original; });
 }
 
-test('Figure 1 draws a new sentence\'s row in a task after its chips, and a selection made meanwhile wins', async (t) => {
+// Figure 1 without a canvas, driven by its page as in the article (no sentence of its own arrives
+// meanwhile); both undone when the test ends.
+async function placeInstrument(t) {
   withoutCanvas(t);
-  // Driven by its page, as in the article: no sentence of its own arrives meanwhile.
   const { AttentionFigure } = await import('../../web/widgets/base.js');
   const embedded = AttentionFigure.embedded;
   AttentionFigure.embedded = false;
   t.after(() => { AttentionFigure.embedded = embedded; });
-  const figure = place(FIGURES.instrument.tag);
+  return place(FIGURES.instrument.tag);
+}
+
+test('Figure 1 draws a new sentence\'s row in a task after its chips, and a selection made meanwhile wins', async (t) => {
+  const figure = await placeInstrument(t);
   const frame = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
   const shown = () => {
     const table = figure.shadowRoot.querySelector('table.bars');
@@ -221,12 +226,7 @@ test('Figure 1 draws a new sentence\'s row in a task after its chips, and a sele
 });
 
 test('Figure 1: a finger pressed on another head\'s tile is read out by the click that selects it, or on pointercancel', async (t) => {
-  withoutCanvas(t);
-  const { AttentionFigure } = await import('../../web/widgets/base.js');
-  const embedded = AttentionFigure.embedded;
-  AttentionFigure.embedded = false;
-  t.after(() => { AttentionFigure.embedded = embedded; });
-  const figure = place(FIGURES.instrument.tag);
+  const figure = await placeInstrument(t);
   figure.view = await exampleView();
   const readout = () => {
     const d = figure.shadowRoot.querySelector('p.readout').dataset;
