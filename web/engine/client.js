@@ -4,7 +4,7 @@
 import { describeWasmFailure, EngineError } from './errors.js';
 import { DEFAULT_MANIFEST_URL, forgetManifests, loadManifest, modelSource, remembered, startDownload } from './files.js';
 import { checkText, createEngine, Memo, MEMO_BYTES } from './local.js';
-import { hostOperation } from './protocol.js';
+import { hostOperation, operationArgs, OPERATIONS } from './protocol.js';
 
 const HERE = import.meta.url;
 // The worker's module, found from this module's URL: web/engine/client.js and the bundle in
@@ -305,51 +305,10 @@ export class EngineClient {
     this.onFailure?.(this);
   }
 
-  // The masked-LM head's k most likely tokens at one position of text.
-  // The masked-LM head's k best entries at one position; options as AttentionEngine.predict's
-  // (masked, removed). A split model first fetches the rest of its word-embedding table.
-  async predict(text, position, k = 5, { masked = false, removed = '' } = {}) {
-    checkText(text, this.info);
-    if (this._failure) throw this._failure;
-    return this._call('predict', { text, position, k, masked, removed });
-  }
-
-  // The exact probability of entry `id` at one position: {probability, rank, top1, top1_text}; options as
-  // predict's. A split model first fetches the rest of its word-embedding table.
-  async probability(text, position, id, { masked = false, removed = '' } = {}) {
-    checkText(text, this.info);
-    if (this._failure) throw this._failure;
-    return this._call('probability', { text, position, entry: id, masked, removed });
-  }
-
-  // Heads removed ("L.H,...", counted from 1) and value norms; not memoised.
-  async analyzeAblated(text, { removed = '', valueNorms = false } = {}) {
-    checkText(text, this.info);
-    if (this._failure) throw this._failure;
-    return this._call('analyzeAblated', { text, removed, valueNorms });
-  }
-
-  // What the split layout has fetched: {requests, bytes, loaded, count, total (the manifest's
-  // bytes of all shards)}.
-  async shardStats() {
-    return this._call('shardStats', {});
-  }
-
   // The core's memory ({allocated_bytes, heap_bytes}) and this memo's (memo_bytes, memo_entries).
   async memoryInfo() {
     const core = await this._call('memory', {});
     return { ...core, memo_bytes: this._memo.bytes, memo_entries: this._memo.size };
-  }
-
-  // The tokenizer alone: {tokens, truncated, full_length}.
-  async tokenize(text, maxLength = 0) {
-    checkText(text, this.info);
-    return this._call('tokenize', { text, maxLength });
-  }
-
-  // The token ids of many texts ([[id, ...], ...]), in one request.
-  async tokenizeMany(texts, maxLength = 0) {
-    return this._call('tokenizeMany', { texts, maxLength });
   }
 
   // The model's vocabulary (one string per id), fetched once.
@@ -370,6 +329,24 @@ export class EngineClient {
       throw error;
     }
   }
+}
+
+// The rest of EngineClient's methods come from the operation table (./protocol.js): one method
+// per operation, its parameters as declared there, a text checked here before it is sent, and
+// the call made in the host. analyze, memoryInfo and vocabulary above are written out: the first
+// queues, memoises and supersedes, the second adds the memo's figures, the third is fetched once.
+const WRITTEN_OUT = { analyze: 'analyze', memory: 'memoryInfo', vocabulary: 'vocabulary' };
+for (const [op, spec] of Object.entries(OPERATIONS)) {
+  if (Object.hasOwn(WRITTEN_OUT, op)) continue;
+  Object.defineProperty(EngineClient.prototype, op, {
+    configurable: true,
+    writable: true,
+    value: async function operation(...values) {
+      const args = operationArgs(op, values);
+      if (spec.text) checkText(args.text, this.info);
+      return this._call(op, args);
+    },
+  });
 }
 
 const absolute = (url) => (url === undefined ? undefined : new URL(url, typeof location === 'undefined' ? HERE : location.href).href);

@@ -23,5 +23,5 @@
 export { describeWasmFailure, EngineError, isSuperseded, thousands } from './errors.js';
 export { DEFAULT_MANIFEST_URL, loadManifest, manifestModel, MAX_MODEL_FILE_BYTES, notWasm } from './files.js';
 export { AttentionEngine, createEngine, ENGINE_FILES, hasRelaxedSimd, MAX_TEXT_CHARS, tooLong, wellFormed } from './local.js';
-export { hostOperation, OPERATIONS, runEngineOperation } from './protocol.js';
+export { hostOperation, operationArgs, OPERATIONS, runEngineOperation } from './protocol.js';
 export { currentEngine, EngineClient, getEngine, getSideEngine, onEngineProgress, resetSharedEngine, WORKER_URL } from './client.js';

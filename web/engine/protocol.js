@@ -9,45 +9,65 @@
 // trapped, and the page then ends the worker and starts another for its next request.
 import { EngineError } from './errors.js';
 
-// op -> (engine, args) => its answer. A split model first fetches the word-embedding rows the
-// operation needs (every row for the masked-LM head, which scores the whole vocabulary).
+// Each operation of the engine, declared once: its parameters in call order (a name; [name,
+// default]; or, last, an options object {name: default}), whether its first is a text the client
+// checks before sending (`text`), which word-embedding rows a split model fetches first (`rows`:
+// the text's, or 'all' for the masked-LM head, which scores the whole vocabulary), and, where
+// the AttentionEngine method is not the same call, what a host does (`run`). EngineClient's
+// methods (./client.js) are made from this table; a host runs an operation with the same named
+// arguments, which the worker's messages carry.
 export const OPERATIONS = Object.freeze({
-  // {text, vectors}: the analysis (web/engine/result.js reads it)
-  analyze: async (engine, a) => {
-    await engine.ensureRows(a.text);
-    return engine.analyze(a.text, { vectors: a.vectors });
-  },
-  // {text, removed, valueNorms}: an analysis with heads removed, not memoised
-  analyzeAblated: async (engine, a) => {
-    await engine.ensureRows(a.text);
-    return engine.analyzeAblated(a.text, { removed: a.removed, valueNorms: a.valueNorms });
-  },
-  // {text, position, k, masked, removed}: the masked-LM head's k best entries
-  predict: async (engine, a) => {
-    await engine.ensureRows(a.text, { all: true });
-    return engine.predict(a.text, a.position, a.k, { masked: a.masked, removed: a.removed });
-  },
-  // {text, position, entry, masked, removed}: one entry's exact probability and rank
-  probability: async (engine, a) => {
-    await engine.ensureRows(a.text, { all: true });
-    return engine.probability(a.text, a.position, a.entry, { masked: a.masked, removed: a.removed });
-  },
-  // {}: what the split layout has fetched
-  shardStats: (engine) => engine.shardSummary,
-  // {}: the core's memory and the memo's
-  memory: (engine) => engine.memoryInfo(),
-  // {text, maxLength}, {texts, maxLength}, {}: the tokenizer alone, and the vocabulary
-  tokenize: (engine, a) => engine.tokenize(a.text, a.maxLength),
-  tokenizeMany: (engine, a) => engine.tokenizeMany(a.texts, a.maxLength),
-  vocabulary: (engine) => engine.vocabulary(),
-  // {}: a real trap of the instance, for the recovery test; only the test build
-  // (scripts/build.sh wasm-test) has it, and the engine readers get refuses
-  trap: (engine) => engine.trap(),
+  // the analysis (web/engine/result.js reads it); the client queues, memoises and supersedes
+  analyze: { params: ['text', { vectors: false }], text: true, rows: 'text' },
+  // an analysis with heads removed ("L.H,...", counted from 1) and value norms; not memoised
+  analyzeAblated: { params: ['text', { removed: '', valueNorms: false }], text: true, rows: 'text' },
+  // the masked-LM head's k best entries at one position
+  predict: { params: ['text', 'position', ['k', 5], { masked: false, removed: '' }], text: true, rows: 'all' },
+  // one entry's exact probability and rank at one position: {probability, rank, top1, top1_text}
+  probability: { params: ['text', 'position', 'entry', { masked: false, removed: '' }], text: true, rows: 'all' },
+  // what the split layout has fetched: {requests, bytes, loaded, count, total}
+  shardStats: { params: [], run: (engine) => engine.shardSummary },
+  // the core's memory ({allocated_bytes, heap_bytes}) and the memo's
+  memory: { params: [], run: (engine) => engine.memoryInfo() },
+  // the tokenizer alone ({tokens, truncated, full_length}), for one text and for many (ids only)
+  tokenize: { params: ['text', ['maxLength', 0]], text: true },
+  tokenizeMany: { params: ['texts', ['maxLength', 0]] },
+  // the model's vocabulary, one string per id
+  vocabulary: { params: [] },
+  // a real trap of the instance, for the recovery test; only the test build (scripts/build.sh
+  // wasm-test) has it, and the engine readers get refuses
+  trap: { params: [] },
 });
+
+// The named arguments of a call `op(...values)`, defaults filled in where a value is undefined.
+export function operationArgs(op, values) {
+  const args = {};
+  OPERATIONS[op].params.forEach((param, k) => {
+    if (typeof param === 'string') {
+      args[param] = values[k];
+    } else if (Array.isArray(param)) {
+      args[param[0]] = values[k] === undefined ? param[1] : values[k];
+    } else {
+      for (const [name, fallback] of Object.entries(param)) args[name] = values[k]?.[name] === undefined ? fallback : values[k][name];
+    }
+  });
+  return args;
+}
+
+// The call's values again, in the declared order, from its named arguments.
+export function operationValues(op, args) {
+  return OPERATIONS[op].params.map((param) => {
+    if (typeof param === 'string') return args[param];
+    if (Array.isArray(param)) return args[param[0]];
+    return Object.fromEntries(Object.keys(param).map((name) => [name, args[name]]));
+  });
+}
 
 export async function runEngineOperation(engine, op, args) {
   if (!Object.hasOwn(OPERATIONS, op)) throw new EngineError('engine', `Unknown engine operation ${op}.`);
-  return OPERATIONS[op](engine, args);
+  const spec = OPERATIONS[op];
+  if (spec.rows) await engine.ensureRows(args.text, { all: spec.rows === 'all' });
+  return spec.run ? spec.run(engine, args) : engine[op](...operationValues(op, args));
 }
 
 // What a host (LocalHost here, or the worker) does with a request for its engine `id`: `close`

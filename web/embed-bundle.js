@@ -1,0 +1,20 @@
+// The embedding bundle's entry: scripts/site/build_embed.mjs turns it into web/dist/attention-widgets.js,
+// the one script another site loads. It defines every figure as a custom element that follows
+// its own attributes (web/runtime/standalone.js is their host); they all share one engine and one
+// model download, found beside the bundle (../models/manifest.json from its own URL) unless the
+// attributes name others.
+import './runtime/standalone.js';
+import './widgets/embedded.js';
+import './widgets/attention-row.js';
+import './widgets/attention-heads.js';
+import './widgets/attention-compare.js';
+import './widgets/softmax-lab.js';
+import './widgets/attention-instrument.js';
+import './widgets/attention-mechanism.js';
+import './widgets/attention-precision.js';
+import './widgets/attention-prediction.js';
+import './widgets/attention-contribution.js';
+
+export { ATTRIBUTES, BARE_ATTRIBUTES, FIGURES, SOURCE_ATTRIBUTES, TAGS } from './widgets/registry.js';
+export { FRAME_MESSAGES, FRAME_WIDGET_PARAM } from './widgets/snippet.js';
+export { getEngine } from './engine/engine.js';
