@@ -5,9 +5,19 @@
 # wasm32 AddressSanitizer build, and short fuzzing runs. Exits non-zero on the first failure.
 # A test whose input (CLI build, fixture, model file) is missing fails here: the developer switch
 # ATTN_ALLOW_SKIP=1, which lets such tests skip when a suite is run by hand, is switched off.
+#
+# scripts/test.sh --quick is the developer's loop: every stage but the browser tests, the
+# sanitizer builds and their tests, and fuzzing, with the exhaustive checks sampled (ATTN_QUICK=1:
+# the vocabulary post's causes). Under 5 minutes once the builds exist. CI runs the full one.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
+quick=0
+case "${1:-}" in
+  --quick) quick=1; export ATTN_QUICK=1 ;;
+  "") unset ATTN_QUICK ;;
+  *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
 if [[ -n "${ATTN_ALLOW_SKIP:-}" ]]; then
   echo "test: ignoring ATTN_ALLOW_SKIP=$ATTN_ALLOW_SKIP (scripts/test.sh runs every test)"
   unset ATTN_ALLOW_SKIP
@@ -73,6 +83,17 @@ background() {
   step "fuzzing"
 }
 mkdir -p build/logs
+if ((quick)); then
+  stage "Python tests (model file, converter, reference)"
+  "$PY" -m unittest discover -s tests/py
+  stage "the site (engine, models, the split model, manifest, bundle, examples, set statistics)"
+  node scripts/site/build_site.mjs
+  stage "JS tests (node:test): tokenizer parity, wasm engine (exhaustive checks sampled)"
+  node --test tests/js/*.test.mjs
+  stage ""
+  echo "== every quick test passed in $SECONDS s (not run: browser tests, sanitizers, fuzzing; scripts/test.sh runs them)"
+  exit 0
+fi
 background_log="$ROOT/build/logs/background.log"
 export -f background
 # Its own session (setsid), so that a failure in front stops the whole job. Where the kernel
