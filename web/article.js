@@ -9,13 +9,14 @@
 // First of all imports, so that it runs before the figures' modules are evaluated.
 import { modelChoice } from './start-engine.js';
 import { DEFAULT_MANIFEST_URL, loadManifest, manifestModel } from './engine/engine.js';
-import { EngineSession, progressText } from './controller.js';
-import { createStore, DEFAULT_STATE, DEFAULT_WORD_TEXT, formatHash, parseHash, PERMALINK_DEFAULTS } from './state.js';
+import { EngineSession, ViewLoop } from './runtime/session.js';
+import { createStore, DEFAULT_STATE, formatHash, parseHash, PERMALINK_DEFAULTS, writeHash } from './runtime/state.js';
+import { DEFAULT_WORD_TEXT } from './content.js';
 import { attentionRow, headLabel, rolloutRow, rowStat } from './engine/result.js';
 import { EVENTS } from './widgets/base.js';
-import { figureView, Latest } from './widgets/view.js';
 import { describeModel, headsForToken, labelShare, mechanism, resolveSelection, resultFromExample, rowRelation, rowSummary, SELECTION_RULE, sharpestAndBroadest } from './widgets/data.js';
-import { fmt, fmtWeight, headName, megabytes, thousands } from './widgets/dom.js';
+import { fmt, fmtWeight, headName, megabytes, progressText, thousands } from './widgets/format.js';
+import { fillFacts } from './widgets/dom.js';
 import { loadSetStatistics } from './engine/sets.js';
 import { keepForOffline } from './offline.js';
 import { specialShare } from './widgets/bars.js';
@@ -48,11 +49,10 @@ const page = {
   example: null,        // the precomputed example's result, or null
   exampleModel: null,   // describeModel() of the example's model
   model: null,          // describeModel() of what is shown
-  liveResult: null,     // the last live result the engine gave
   sources: {},          // the model's address for embed snippets, when it is not the default
   pronouns: null,       // the pronoun study of the set statistics, once downloaded
 };
-// The engine, its download's progress, a failure, a restart after a trap (web/controller.js).
+// The engine, its download's progress, a failure, a restart after a trap (web/runtime/session.js).
 const session = new EngineSession({
   options: modelChoice(),
   expectedBytes: () => (page.manifest ? page.manifest.engine.bytes + (manifestModel(page.manifest, page.manifest.default)?.bytes ?? 0) : 0),
@@ -106,28 +106,24 @@ async function loadExample(choice) {
 // Whether any figure on the page draws hidden states, queries and keys (the mechanism figure).
 const vectors = figures.some((figure) => figure.constructor.needsVectors);
 
-// While a trapped engine is replaced, the figures keep the reader's last live result and say why
-// nothing newer is drawn (figureView shows `previous` with the refusal's message).
-const restartingEngine = { analyze: () => Promise.reject(new Error(session.restarting)) };
+// Renders are asynchronous (a new sentence is analysed in the engine's worker); the loop gives
+// only the newest its view, so a result that arrives after the reader moved on never reaches the
+// screen. It keeps the reader's last live result on screen while a sentence is refused or a
+// trapped engine restarts.
+const loop = new ViewLoop(session, { channel: 'article', vectors });
 
 function viewFor(state) {
-  const restarting = Boolean(state.live && !session.engine && session.restarting && page.liveResult);
-  const live = Boolean(state.live && session.engine) || restarting;
-  return figureView({
-    engine: live ? session.engine ?? restartingEngine : null, example: page.example, previous: page.liveResult, vectors, channel: 'article',
+  return loop.view(state.live, (live) => ({
+    example: page.example,
     sentence: live ? state.sentence : page.example?.text ?? state.sentence,
     // A selection made for another sentence (a permalink still waiting for the model) does not
     // apply to the example.
     selection: (result) => (live || result.text === state.sentence ? state : PERMALINK_DEFAULTS),
     wordText: DEFAULT_WORD_TEXT,
-    model: page.model, progress: session.progress, error: session.error, ready: session.ready,
-    showSpecial: state.showSpecial, sources: page.sources,
-  });
+    model: page.model, showSpecial: state.showSpecial, sources: page.sources,
+  }));
 }
 
-// Renders are asynchronous (a new sentence is analysed in the engine's worker); only the newest
-// is drawn, so a result that arrives after the reader moved on never reaches the screen.
-const latest = new Latest();
 let lastView = null;
 let lastRender = Promise.resolve();
 // Settles when the newest render so far has drawn (or was overtaken by one that has).
@@ -145,30 +141,26 @@ function render() {
 }
 
 async function draw() {
-  const token = latest.next();
   // A deliberate choice adds a history entry even when its render is overtaken by a newer one.
   if (historyMode === 'push') pushPending = true;
   historyMode = 'replace';
   const state = store.get();
   renderLoader();
   drawnSessionState = sessionState();
+  // Null when a newer render overtook this one, or when the engine trapped: the session then
+  // loads a new one (from the cache) and the page draws the reader's state again when it is
+  // ready; meanwhile the figures keep the last live result and say what happened.
   const view = await viewFor(state);
-  if (!view || !latest.current(token)) return;
-  // The engine trapped and its worker was ended: the session loads a new one (from the cache)
-  // and the page draws the reader's state again when it is ready; meanwhile the figures keep
-  // the last live result and say what happened.
-  if (session.restartIfFailed()) return;
-  const mode = pushPending ? 'push' : 'replace';
+  if (!view) return;
+  const push = pushPending;
   pushPending = false;
-  if (view.mode === 'live' && view.result && !view.inputError) page.liveResult = view.result;  // kept on screen while a sentence is refused
   lastView = view;
   // The URL first, while the page's layout is still clean: a history entry makes Chromium lay
   // out the whole document, figures far off screen included (content-visibility), which after
   // the figures' updates below costs tens of milliseconds on a long sentence.
   if (state.live) {
     // The hash holds the reader's choices: a head they did not choose stays the rule's (no l, h).
-    const hash = formatHash({ ...state, ...pick(view, ['token']) });
-    if (hash !== location.hash) history[mode === 'push' ? 'pushState' : 'replaceState'](null, '', hash);
+    writeHash(formatHash({ ...state, ...pick(view, ['token']) }), { push });
   }
   // Each figure near the screen takes the view in a task of its own, in page order, so that no
   // task holds the main thread for all of them (on a phone the whole set was one task of several
@@ -182,11 +174,11 @@ async function draw() {
     }
     if (drawn++ > 0) {
       await yieldToPage();
-      if (!latest.current(token)) return;
+      if (!loop.isNewest(view)) return;
     }
     giveView(figure, view);
   }
-  fillFacts(view);
+  fillFacts(factElements, facts(view));
   settleOffscreen();
   catchUpWhenQuiet();
   if (state.live && view.mode === 'live' && !livePainted) {
@@ -434,16 +426,8 @@ function precisionFacts(manifest) {
   return { compactMB: megabytes(bytes('shipped')), referenceMB: megabytes(bytes('reference')), naiveMB: megabytes(bytes('naive')), precisionBar: String(p.bar) };
 }
 
-// The prose's numbers change only where their text does: a click that leaves a number as it
-// was does not touch its element (nor the layout of the paragraph around it).
+// The prose's numbers, found once (fillFacts touches only those whose text changes).
 const factElements = [...document.querySelectorAll('[data-fact]')];
-function fillFacts(view) {
-  const f = facts(view);
-  for (const el of factElements) {
-    const value = f[el.dataset.fact];
-    if (value !== undefined && el.textContent !== String(value)) el.textContent = String(value);
-  }
-}
 
 async function startEngine() {
   if (session.options.modelUrl) page.sources = { 'model-src': session.options.modelUrl };

@@ -4,7 +4,7 @@
 // page's figures have even arrived: on a phone, before the 30 other modules are parsed and
 // evaluated), and as the first import of its entry (the article's, a post's), so that it runs
 // first there too where the async script has not run yet. A module runs once per page however
-// often it is named. The page's EngineSession (web/controller.js) asks getEngine for the same
+// often it is named. The page's EngineSession (web/runtime/session.js) asks getEngine for the same
 // options later and gets this same engine, with the progress reported so far. The article
 // reads its choice of model from its address (<html data-model-from-address>); the posts load
 // the default, whose set statistics they show.

@@ -51,11 +51,11 @@ def fetch_ms(nbytes, requests):
 
 
 def first_preset():
-    """The page's first preset sentence (web/state.js PRESETS[0]), the precomputed example."""
-    with open(os.path.join(ROOT, "web", "state.js"), encoding="utf-8") as f:
-        match = re.search(r"PRESETS\s*=\s*\[\s*'((?:[^'\\]|\\.)*)'", f.read())
+    """The page's first preset sentence (web/content.js PRESETS[0]), the precomputed example."""
+    with open(os.path.join(ROOT, "web", "content.js"), encoding="utf-8") as f:
+        match = re.search(r"PRESETS\s*=\s*(?:Object\.freeze\(\s*)?\[\s*'((?:[^'\\]|\\.)*)'", f.read())
     if not match:
-        raise SystemExit("shard_study: cannot find PRESETS in web/state.js; pass --example TEXT")
+        raise SystemExit("shard_study: cannot find PRESETS in web/content.js; pass --example TEXT")
     return match.group(1).replace("\\'", "'")
 
 
@@ -173,7 +173,7 @@ def main(argv=None):
                         help="comma-separated rows-per-shard values")
     parser.add_argument("--cli", default=DEFAULT_CLI)
     parser.add_argument("--example", help="the precomputed example's text (default: the first "
-                                          "preset of web/state.js)")
+                                          "preset of web/content.js)")
     parser.add_argument("--json", help="also write the numbers to this JSON file")
     args = parser.parse_args(argv)
 

@@ -1,4 +1,4 @@
-// Bundles the embeddable widgets (web/widgets/index.js and everything it imports) into one
+// Bundles the embeddable widgets (web/embed-bundle.js and everything it imports) into one
 // ES module, web/dist/attention-widgets.js, with esbuild. The bundle finds the engine and the
 // models from its own URL, so it must stay one folder below web/ (next to engine/ and models/).
 // Usage: node scripts/site/build_embed.mjs   (scripts/site/build_site.mjs runs it)
@@ -15,7 +15,7 @@ export const BUNDLE_PATH = join(root, 'web', 'dist', 'attention-widgets.js');
 // outfile: where to write the bundle (tests/js/licence.test.mjs builds one in a temporary folder);
 // the helper goes beside it.
 export async function buildEmbed({ outfile = BUNDLE_PATH, helperOutfile = join(dirname(outfile), 'attention-frames.js') } = {}) {
-  await bundle(join(root, 'web', 'widgets', 'index.js'), outfile);
+  await bundle(join(root, 'web', 'embed-bundle.js'), outfile);
   await bundle(join(root, 'web', 'widgets', 'frame-host.js'), helperOutfile);
 }
 

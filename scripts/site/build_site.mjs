@@ -16,7 +16,7 @@ import { COMPRESSIBLE, writeCompressed } from './compress.mjs';
 import { copyWithBanner, ENGINE_BANNER } from './licence_banners.mjs';
 import { makeExamples } from './make_examples.mjs';
 import { makeSets } from './make_sets.mjs';
-import { PRESETS } from '../../web/state.js';
+import { PRESETS } from '../../web/content.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);

@@ -14,7 +14,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { createEngine } from '../../web/engine/engine.js';
-import { DEFAULT_WORD_TEXT, PRESETS } from '../../web/state.js';
+import { DEFAULT_WORD_TEXT, PRESETS } from '../../web/content.js';
 import { tokenVector } from '../../web/engine/result.js';
 import { resolveSelection } from '../../web/widgets/data.js';
 

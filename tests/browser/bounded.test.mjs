@@ -117,7 +117,7 @@ describe('bounded work', { timeout: 300000 }, () => {
     await page.waitForFunction(() => /The box refused the paste/.test(document.getElementById('yours').textContent));
     assert.equal(await page.inputValue('#sentence'), 'A short one.', 'the box took the paste');
     // A long sentence the engine takes goes into the link and reads back from it (one limit for
-    // links and for the engine: web/state.js, MAX_LINK_TEXT).
+    // links and for the engine: web/runtime/state.js, MAX_LINK_TEXT).
     const long = 'a very long sentence '.repeat(300);
     await page.fill('#sentence', long);
     await page.press('#sentence', 'Enter');

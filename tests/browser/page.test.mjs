@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
+import { PRESETS } from '../../web/content.js';
 import { figuresDrawn, headsColumns, launchChromium, modelShape, ROW_SUM_TOLERANCE, serve, typeSentence } from './harness.mjs';
 
 
@@ -18,7 +19,6 @@ const artifacts = join(root, 'test-artifacts');
 const LOAD_TIMEOUT_MS = 60000;
 
 const manifestPath = join(web, 'models', 'manifest.json');
-const PRESETS_SOURCE = readFileSync(join(web, 'state.js'), 'utf8');
 
 let server;
 let baseUrl;
@@ -113,10 +113,7 @@ async function checkDisplayedAgainstEngine(page, expected) {
   return shown;
 }
 
-function presets() {
-  const block = PRESETS_SOURCE.slice(PRESETS_SOURCE.indexOf('PRESETS = ['), PRESETS_SOURCE.indexOf('];'));
-  return [...block.matchAll(/'([^']+)'/g)].map((m) => m[1]);
-}
+const presets = () => PRESETS;
 
 // The page's downloads, and the engine's (the wasm, and the model where the worker requested it
 // itself, come through its worker, whose requests are not in the page's resource timing; the

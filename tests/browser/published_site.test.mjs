@@ -58,7 +58,7 @@ describe('the site as publish --site writes it', { timeout: 600000 }, () => {
       assert.ok(entry && paths.has(entry), `${page}: its bundle is not published`);
     }
     assert.ok(paths.has('sw.js'), 'the service worker is not published');
-    for (const source of Object.values(PAGE_BUNDLES).concat(['controller.js', 'widgets/base.js', 'posts/common.js'])) {
+    for (const source of Object.values(PAGE_BUNDLES).concat(['runtime/session.js', 'widgets/base.js', 'posts/common.js'])) {
       assert.ok(!paths.has(source) && !existsSync(join(out, source)), `${source}, a bundle's source, is published`);
     }
     const served = JSON.parse(readFileSync(join(out, 'models', 'manifest.json'), 'utf8'));

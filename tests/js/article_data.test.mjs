@@ -1,4 +1,4 @@
-// The article's data helpers (web/widgets/data.js, web/state.js) in Node: row statistics on
+// The article's data helpers (web/widgets/data.js, web/runtime/state.js) in Node: row statistics on
 // hand-worked rows, the model description from each kind of provenance, the URL hash read as
 // data, and the mechanism figure's recomputation of a row from q and k against the wasm engine.
 import assert from 'node:assert/strict';
@@ -10,7 +10,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { createEngine } from '../../web/engine/engine.js';
 import { attentionRow, ROLE } from '../../web/engine/result.js';
-import { formatHash, MAX_LINK_TEXT, parseHash } from '../../web/state.js';
+import { formatHash, MAX_LINK_TEXT, parseHash } from '../../web/runtime/state.js';
 import { describeModel, mechanism, resolveSelection, rowSummary, SELECTION_RULE, softmax } from '../../web/widgets/data.js';
 import { requireInputs } from './inputs.mjs';
 

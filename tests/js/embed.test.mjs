@@ -9,7 +9,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { getEngine, resetSharedEngine } from '../../web/engine/engine.js';
 import { BUNDLE_URL, elementSnippet, escapeAttribute, FRAME_URL, frameUrl } from '../../web/widgets/snippet.js';
-import { formatHash, parseHash } from '../../web/state.js';
+import { formatHash, parseHash } from '../../web/runtime/state.js';
 import { requireInputs } from './inputs.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

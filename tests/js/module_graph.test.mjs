@@ -4,7 +4,7 @@
 // scanner is checked on the statement forms the web code uses, and the graph against a small
 // tree of modules written for the test.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, test } from 'node:test';
@@ -105,4 +105,47 @@ test('a site whose bundles are missing or older than a module they may hold is s
   assert.equal(staleBundles(site), null, 'a shared module is not in any bundle');
   at('widgets/base.js', 3000);
   assert.match(staleBundles(site), /^widgets\/base\.js changed after/);
+});
+
+// The web code's layers, bottom up: the engine (engine/), what pages and figures start from
+// (content.js), the embeddable widget kit (widgets/), the page runtime (runtime/: state, the URL
+// hash, the engine session and the one view loop), and the hosts that adapt it (the article, the
+// posts, the embedding bundle and pages). A module imports only from its own layer or below, so
+// the widget kit, which other sites embed, never depends on the pages.
+const LAYERS = [
+  ['engine', (path) => path.startsWith('engine/')],
+  ['content', (path) => path === 'content.js'],
+  ['widgets', (path) => path.startsWith('widgets/')],
+  ['runtime', (path) => path.startsWith('runtime/')],
+];
+const layerOf = (path) => {
+  const found = LAYERS.findIndex(([, test]) => test(path));
+  return found < 0 ? LAYERS.length : found;
+};
+const layerName = (index) => LAYERS[index]?.[0] ?? 'hosts';
+
+test('the widget kit imports only the engine, the content module and itself; the runtime nothing above it; no layer imports a higher one', () => {
+  const modules = [];
+  const walk = (folder) => {
+    for (const entry of readdirSync(join(WEB, folder), { withFileTypes: true })) {
+      const path = folder ? `${folder}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) {
+        if (!['app', 'dist', 'models', 'sets', 'examples', 'css'].includes(path)) walk(path);
+      } else if (path.endsWith('.js') && !path.startsWith('engine/attention_engine')) {
+        modules.push(path);
+      }
+    }
+  };
+  walk('');
+  assert.ok(modules.includes('widgets/base.js') && modules.includes('runtime/session.js'), `modules found: ${modules.length}`);
+  const upward = [];
+  for (const path of modules) {
+    for (const spec of staticImports(readFileSync(join(WEB, path), 'utf8'))) {
+      const target = join(dirname(path), spec);
+      if (layerOf(target) > layerOf(path)) upward.push(`${path} (${layerName(layerOf(path))}) imports ${target} (${layerName(layerOf(target))})`);
+    }
+  }
+  assert.deepEqual(upward, [], `imports that run up the layers:\n${upward.join('\n')}`);
+  // The check itself sees an upward import.
+  assert.ok(layerOf('widgets/base.js') < layerOf('runtime/session.js') && layerOf('runtime/session.js') < layerOf('article.js'));
 });

@@ -8,14 +8,14 @@ import { after, test } from 'node:test';
 import { closeWindow, defaultExample, warnings } from './dom_shim.mjs';
 
 const { ATTRIBUTES, FIGURES, TAGS, parseAttribute, unknownAttributeNote } = await import('../../web/widgets/registry.js');
-const { figureView } = await import('../../web/widgets/base.js');
+const { figureView } = await import('../../web/runtime/view.js');
 const { describeModel, resultFromExample } = await import('../../web/widgets/data.js');
-const { DEFAULT_WORD_TEXT } = await import('../../web/state.js');
+const { DEFAULT_WORD_TEXT } = await import('../../web/content.js');
 const { TokenChips } = await import('../../web/widgets/controls.js');
 const { RowChart } = await import('../../web/widgets/bars.js');
 const { ROLE } = await import('../../web/engine/result.js');
 const { panelsPerRow } = await import('../../web/widgets/attention-heads.js');
-await import('../../web/widgets/index.js');
+await import('../../web/embed-bundle.js');
 
 after(closeWindow);
 
@@ -354,7 +354,7 @@ test('the README lists every registered figure and every declared attribute', as
 });
 
 test('weights and precisions are said at their size and in words', async () => {
-  const { fmtWeight } = await import('../../web/widgets/dom.js');
+  const { fmtWeight } = await import('../../web/widgets/format.js');
   const { precisionWords } = await import('../../web/widgets/data.js');
   assert.equal(fmtWeight(0.4), '0.400');
   assert.equal(fmtWeight(0.0002), 'less than 0.001');
@@ -421,7 +421,7 @@ test('every figure that waits for the model reserves its height until it has dra
 });
 
 test('counts are grouped by thousands exactly as Intl (en-US) groups them, without calling it for integers', async () => {
-  const { thousands } = await import('../../web/widgets/dom.js');
+  const { thousands } = await import('../../web/widgets/format.js');
   const samples = [0, 1, 9, 10, 999, 1000, 1001, 9999, 10000, 30522, 123456, 999999, 1000000, -1, -999, -1000, -1234567, Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER];
   let seed = 12345;
   for (let i = 0; i < 2000; ++i) {

@@ -18,7 +18,11 @@ export const ROW_STAT_FIELDS = Object.keys(ROW_STAT).length;
 export const ROLE = Object.freeze({ ordinary: 0, cls: 1, sep: 2, punctuation: 3 });
 
 // The labels a head profile can carry, in the core's order.
-export const HEAD_LABELS = Object.freeze(['previous-token', 'next-token', '[CLS]/[SEP] sink', 'self', 'punctuation', 'broad', 'mixed']);
+// The core's head labels (analysis.cc), by name: code names a label through these, never by its text.
+export const HEAD_LABEL = Object.freeze({
+  previous: 'previous-token', next: 'next-token', sink: '[CLS]/[SEP] sink', self: 'self', punctuation: 'punctuation', broad: 'broad', mixed: 'mixed',
+});
+export const HEAD_LABELS = Object.freeze(Object.values(HEAD_LABEL));
 
 // [CLS] and [SEP]: the tokens a reader may hide.
 export const isSpecial = (roles, j) => roles[j] === ROLE.cls || roles[j] === ROLE.sep;

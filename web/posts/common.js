@@ -1,17 +1,22 @@
-// What the series' posts share: the page's engine through the pages' one controller
-// (web/controller.js: one download serves every page and figure; progress; the state in the URL
-// hash, read as data only, never as markup; the refusal of an empty or too long text), the set
+// What the series' posts share: the page's engine through the pages' one runtime
+// (web/runtime/: one download serves every page and figure; progress; the state in the URL hash,
+// read as data only, never as markup; only the newest request drawn), the sentence box's refusal
+// of an empty or too long text (widgets/sentence-box.js), the set
 // statistics the site build computed, and the core's head counts summed over the loaded model's
 // results. Text always reaches the page as text nodes (h() from dom.js).
 import { loadSetStatistics } from '../engine/sets.js';
 import { DEFAULT_MANIFEST_URL, loadManifest } from '../engine/engine.js';
 import { keepForOffline } from '../offline.js';
-import { EngineSession, progressText, readHash, refuseLongPastes, textRefusal, writeHash } from '../controller.js';
+import { EngineSession } from '../runtime/session.js';
+import { readHash, writeHash } from '../runtime/state.js';
+import { refuseLongPastes, textRefusal } from '../widgets/sentence-box.js';
+import { Latest } from '../widgets/view.js';
 import { headLabel } from '../engine/result.js';
 import { describeModel, FIXED_LABELS, modelPhrase, POSITIONAL_LABELS } from '../widgets/data.js';
-import { fmt, h, scrollBox, thousands } from '../widgets/dom.js';
+import { fillFacts, h, scrollBox } from '../widgets/dom.js';
+import { fmt, headShort, progressText, thousands } from '../widgets/format.js';
 
-export { readHash, writeHash };
+export { fillFacts, Latest, readHash, writeHash };
 
 // The engine, with the download's progress and the model's description in `status` (an element);
 // a failure says so there with a button that tries again. Resolves once the engine is ready.
@@ -106,8 +111,7 @@ export function partitionPercents(counts, digits = 1) {
 
 export const share = (count, total) => (total ? count / total : 0);
 export const percent = (value, digits = 1) => `${(100 * value).toFixed(digits)}%`;
-export const headTag = (layer, head) => `L${layer + 1} H${head + 1}`;
-export { fmt, h, headLabel, loadSetStatistics, scrollBox };
+export { fmt, h, headLabel, headShort, loadSetStatistics, scrollBox };
 
 // English words for the small counts a title states ("Four heads").
 const WORDS = ['No', 'One', 'Two', 'Three', 'Four', 'Five', 'Six', 'Seven', 'Eight', 'Nine', 'Ten', 'Eleven', 'Twelve',
@@ -116,14 +120,6 @@ export const countWord = (n, lower = false) => {
   const word = WORDS[n] ?? thousands(n);
   return lower ? word.toLowerCase() : word;
 };
-
-// Fills every [data-fact] element under root from facts (as text).
-export function fillFacts(root, facts) {
-  for (const el of root.querySelectorAll('[data-fact]')) {
-    const value = facts[el.dataset.fact];
-    if (value !== undefined && el.textContent !== String(value)) el.textContent = String(value);
-  }
-}
 
 // Replaces a slot's content. Where the reader's focus was inside it (the sentence box they just
 // submitted, a word link they followed), it goes to the new content's counterpart (the element
@@ -141,7 +137,7 @@ export function replaceKeepingFocus(slot, ...children) {
 
 // A sentence box with a submit button; `onSubmit(text)` gets what the reader typed, as data. An
 // empty text, or one longer than the engine takes and a link holds, is refused in `error` (the
-// caller places it) in the controller's words followed by `keeps` (what stays on screen), and
+// caller places it) in the sentence box's words (widgets/sentence-box.js) followed by `keeps` (what stays on screen), and
 // onSubmit is not called; nothing the reader typed is cut (a paste that long is refused whole:
 // refuseLongPastes).
 export function sentenceForm({ value, label = 'Your sentence', onSubmit, keeps = 'The table below still shows the last one.' }) {
@@ -162,8 +158,10 @@ export function sentenceForm({ value, label = 'Your sentence', onSubmit, keeps =
 // The reader's own sentence in a post: a sentence box bound to the hash's `s` (default: the first
 // sentence of the set), and that sentence's analysis. An empty submission is refused in `error`
 // (sentenceForm's; the caller shows it); a refused analysis puts the engine's message in `slot`. Returns null
-// when there is nothing to draw, or when current() says a newer call has taken over.
-export async function analyzeReadersSentence({ engine, hash, slot, redraw, current, fallback }) {
+// when there is nothing to draw, or when a newer call with the same `latest` (a Latest) has taken over.
+export async function analyzeReadersSentence({ engine, hash, slot, redraw, latest, fallback }) {
+  const ticket = latest.next();
+  const current = () => latest.current(ticket);
   const sentence = readHash(hash).s ?? fallback;
   const { form, error } = sentenceForm({
     value: sentence,

@@ -6,15 +6,16 @@
 // changes. All of it computed live from the model in this page.
 // First of all imports, so that it runs before the figures' modules are evaluated.
 import '../start-engine.js';
+import '../runtime/standalone.js';
 import '../widgets/attention-compare.js';
 import { SENTENCE_SET } from './sentences.js';
 import {
-  analyzeAll, countWord, fillFacts, fmt, h, headLabel, headTag, labelChip, loadEngine, percent, readHash,
-  share, analyzeReadersSentence, replaceKeepingFocus, scrollBox, summedCounts,
+  analyzeAll, countWord, fillFacts, fmt, h, headLabel, headShort, labelChip, loadEngine, percent, readHash,
+  share, analyzeReadersSentence, Latest, replaceKeepingFocus, scrollBox, summedCounts,
 } from './common.js';
 import { attentionRow, ROLE, rowStat } from '../engine/result.js';
 import { rowRelation, SELECTION_RULE, sharpestAndBroadest } from '../widgets/data.js';
-import { thousands } from '../widgets/dom.js';
+import { thousands } from '../widgets/format.js';
 
 const status = document.getElementById('status');
 const yoursSlot = document.getElementById('yours');
@@ -91,11 +92,11 @@ function wordTable(result, rows, selected) {
       },
     },
     h('th', { scope: 'row', class: 'text' }, h('a', { href: `#${new URLSearchParams({ s: result.text, w: String(x.token) })}`, text: x.word })),
-    h('td.text', {}, `${headTag(x.overall.layer, x.overall.head)} `, labelChip(headLabel(result, x.overall.layer, x.overall.head))),
+    h('td.text', {}, `${headShort(x.overall.layer, x.overall.head)} `, labelChip(headLabel(result, x.overall.layer, x.overall.head))),
     h('td.text.said', { text: saying(result, x.word, x.overall) }),
     h('td', { text: fmt(x.overall.ratio_to_uniform, 2) }),
     h('td', { text: x.relation || 'another word' }),
-    h('td.text', {}, `${headTag(x.content.layer, x.content.head)} `, labelChip(headLabel(result, x.content.layer, x.content.head))),
+    h('td.text', {}, `${headShort(x.content.layer, x.content.head)} `, labelChip(headLabel(result, x.content.layer, x.content.head))),
     h('td.text.said', { text: saying(result, x.word, x.content) }),
     h('td', { text: fmt(x.content.ratio_to_uniform, 2) }))))));
 }
@@ -135,7 +136,7 @@ async function main() {
       return `${thousands(words.length)} of ${thousands(all.length)} words (${percent(share(words.length, all.length))})`;
     })(),
     winnerCount: countWord(winners.length, true),
-    winnerList: winners.map((w) => `${headTag(w.layer, w.head)} (${w.wins} words)`).join(', '),
+    winnerList: winners.map((w) => `${headShort(w.layer, w.head)} (${w.wins} words)`).join(', '),
     relations: [...overallTargets].join(', '),
     contentTier1: `${contentTier1} of ${all.length}`,
     contentHeads: countWord(contentHeads, true),
@@ -154,7 +155,7 @@ async function main() {
     }
     const vwPositional = weighted.filter((x) => x.positional).length;
     const vwWins = new Map();
-    for (const x of weighted) vwWins.set(headTag(x.layer, x.head), (vwWins.get(headTag(x.layer, x.head)) ?? 0) + 1);
+    for (const x of weighted) vwWins.set(headShort(x.layer, x.head), (vwWins.get(headShort(x.layer, x.head)) ?? 0) + 1);
     fillFacts(document, {
       vwPositional: `${vwPositional} of ${weighted.length}`,
       vwShare: percent(share(vwPositional, weighted.length)),
@@ -172,7 +173,7 @@ async function main() {
     h('thead', {}, h('tr', {}, ['Head', 'Label', 'Most confident for', 'Says the next token', 'Says the previous token']
       .map((t, k) => h('th', { scope: 'col', class: k < 2 ? 'text' : undefined, text: t })))),
     h('tbody', {}, winners.map((w) => h('tr', { dataset: { layer: String(w.layer), head: String(w.head), wins: String(w.wins), next: String(w.next), previous: String(w.previous) } },
-      h('th', { scope: 'row', class: 'text', text: headTag(w.layer, w.head) }),
+      h('th', { scope: 'row', class: 'text', text: headShort(w.layer, w.head) }),
       h('td.text', {}, labelChip(headLabel(results[0], w.layer, w.head))),
       h('td', { text: `${w.wins} words` }),
       h('td', { text: percent(w.next) }),
@@ -183,12 +184,11 @@ async function main() {
   addEventListener('hashchange', () => drawYours(engine));
 }
 
-let drawing = 0;
+const yours = new Latest();
 async function drawYours(engine) {
-  const ticket = ++drawing;
   const state = readHash(HASH);
   const mine = await analyzeReadersSentence({
-    engine, hash: HASH, slot: yoursSlot, redraw: () => drawYours(engine), current: () => ticket === drawing, fallback: SENTENCE_SET[0],
+    engine, hash: HASH, slot: yoursSlot, redraw: () => drawYours(engine), latest: yours, fallback: SENTENCE_SET[0],
   });
   if (!mine) return;
   const { sentence, form, error, result } = mine;
@@ -200,10 +200,10 @@ async function drawYours(engine) {
       h('b', { dataset: { count: 'positional' }, text: `${positional} of ${rows.length}` }), ' words.')];
   if (selected) {
     const s = rowStat(result, selected.overall.layer, selected.overall.head, selected.token);
-    children.push(h('p', {}, `For \u201c${selected.word}\u201d the most confident head is ${headTag(selected.overall.layer, selected.overall.head)} `,
+    children.push(h('p', {}, `For \u201c${selected.word}\u201d the most confident head is ${headShort(selected.overall.layer, selected.overall.head)} `,
       labelChip(headLabel(result, selected.overall.layer, selected.overall.head)),
       `: ${saying(result, selected.word, selected.overall)} (${selected.relation || 'another word'}), ratio to uniform ${fmt(s.ratio_to_uniform, 2)}. `
-      + `The content head is ${headTag(selected.content.layer, selected.content.head)} `, labelChip(headLabel(result, selected.content.layer, selected.content.head)),
+      + `The content head is ${headShort(selected.content.layer, selected.content.head)} `, labelChip(headLabel(result, selected.content.layer, selected.content.head)),
       `: ${saying(result, selected.word, selected.content)}, ratio ${fmt(selected.content.ratio_to_uniform, 2)}.`));
   }
   children.push(wordTable(result, rows, selected?.token));

@@ -6,14 +6,15 @@
 // distributions) and shown here as it is, with the conclusion its numbers support.
 // First of all imports, so that it runs before the figures' modules are evaluated.
 import '../start-engine.js';
+import '../runtime/standalone.js';
 import { vocabularyDownload } from '../widgets/attention-prediction.js';
 import '../widgets/attention-contribution.js';
 import {
-  countWord, fillFacts, fmt, h, headTag, loadEngine, loadSetStatistics, pageFidelity, percent, readHash, replaceKeepingFocus, scrollBox, sentenceForm, withInterval, writeHash,
+  countWord, fillFacts, fmt, h, headShort, Latest, loadEngine, loadSetStatistics, pageFidelity, percent, readHash, replaceKeepingFocus, scrollBox, sentenceForm, withInterval, writeHash,
 } from './common.js';
-import { PRESETS } from '../state.js';
+import { PRESETS } from '../content.js';
 import { SORTS } from '../widgets/registry.js';
-import { fmtProbability, megabytes, thousands } from '../widgets/dom.js';
+import { fmtProbability, megabytes, thousands } from '../widgets/format.js';
 
 const status = document.getElementById('status');
 const yoursSlot = document.getElementById('yours');
@@ -47,7 +48,7 @@ function headTable(summary, caption) {
     h('tbody', {}, summary.per_head.map((c) => h('tr', {
       dataset: { layer: String(c.layer - 1), head: String(c.head - 1), survival: String(c.top1_survival), attending: String(c.most_attending), consequential: String(c.most_consequential) },
     },
-    h('th', { scope: 'row', class: 'text', text: headTag(c.layer - 1, c.head - 1) }),
+    h('th', { scope: 'row', class: 'text', text: headShort(c.layer - 1, c.head - 1) }),
     h('td', { text: thousands(c.most_attending) }),
     h('td', { text: thousands(c.most_consequential) }),
     h('td', { text: fmt(c.mean_attention, 3) }),
@@ -82,7 +83,7 @@ async function drawSet() {
     logEffectUnpredicted: withInterval(s.unpredicted.mean_abs_log_effect, (v) => fmt(v, 3), level),
     agree: `${of(a.observed).slice(0, -1)}; ${percent(level, 0)} interval ${percent(a.share.low)} to ${percent(a.share.high)})`,
     distinctAttending: countWord(a.distinct_attending, true),
-    topAttending: `${headTag(top.layer - 1, top.head - 1)}, for ${of(top.most_attending)}`,
+    topAttending: `${headShort(top.layer - 1, top.head - 1)}, for ${of(top.most_attending)}`,
     distinctConsequential: countWord(a.distinct_consequential, true),
     expected: `${fmt(a.expected, 1)} (${percent(a.expected / s.words)})`,
     pValue: `the share of ${thousands(a.permutations)} shuffles that agree at least as often as observed is p = ${fmt(a.p_value, a.p_value < 0.01 ? 4 : 3)}`,
@@ -116,13 +117,13 @@ async function main() {
   await setDrawn;
 }
 
-let drawing = 0;
+const yours = new Latest();
 async function drawYours(engine) {
-  const ticket = ++drawing;
+  const ticket = yours.next();
   // Once the vocabulary table is here (the reader asked for a prediction, now or on an earlier
   // visit), a new sentence's figures predict at once; before, they wait for the reader.
   const vocabularyHere = (await vocabularyDownload(engine)) === '';
-  if (ticket !== drawing) return;
+  if (!yours.current(ticket)) return;
   const state = readHash(HASH);
   const sentence = state.s ?? PRESETS[0];
   // The reader's word from the address; on the opening sentence, "street"; else the figure's default.

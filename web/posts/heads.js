@@ -6,14 +6,15 @@
 // weight falls sums to 100%.
 // First of all imports, so that it runs before the figures' modules are evaluated.
 import '../start-engine.js';
+import '../runtime/standalone.js';
 import '../widgets/attention-heads.js';
 import {
-  countWord, fillFacts, fmt, h, headLabel, headTag, labelChip, loadEngine, loadSetStatistics, partitionPercents, percent,
-  analyzeReadersSentence, pageFidelity, replaceKeepingFocus, scrollBox, share, withInterval,
+  countWord, fillFacts, fmt, h, headLabel, headShort, labelChip, loadEngine, loadSetStatistics, partitionPercents, percent,
+  analyzeReadersSentence, Latest, pageFidelity, POSITIONAL, replaceKeepingFocus, scrollBox, share, withInterval,
 } from './common.js';
 import { ROLE } from '../engine/result.js';
-import { PRESETS } from '../state.js';
-import { thousands } from '../widgets/dom.js';
+import { PRESETS } from '../content.js';
+import { thousands } from '../widgets/format.js';
 
 // A head "almost always says the previous (next) token" when the lower end of the 95% interval
 // of that share, over the word rows that have such a token, is at least this.
@@ -67,7 +68,7 @@ function profileTable(heads, caption, scope) {
           partition: n.partition.join(' '), entropy: String(n.entropy), borderline: String(Boolean(x.borderline)),
         },
       },
-      h('th', { scope: 'row', class: 'text', text: headTag(x.layer, x.head) }),
+      h('th', { scope: 'row', class: 'text', text: headShort(x.layer, x.head) }),
       h('td.text', {}, labelChip(x.label)),
       stable ? h('td', { text: `${percent(x.stability, 0)}${x.borderline ? ' (borderline)' : ''}` }) : null,
       h('td', {}, ranged(n.previous, x.intervals?.word_previous)),
@@ -78,7 +79,7 @@ function profileTable(heads, caption, scope) {
 }
 
 // Heads of the set profile (layer and head from 1) with one share each, for the prose.
-const names = (list, pick) => (list.length ? list.map((x) => `${headTag(x.layer - 1, x.head - 1)}, ${withInterval(pick(x), (v) => percent(v))}`).join('; ') : 'none');
+const names = (list, pick) => (list.length ? list.map((x) => `${headShort(x.layer - 1, x.head - 1)}, ${withInterval(pick(x), (v) => percent(v))}`).join('; ') : 'none');
 const headsDo = (n) => `${countWord(n, true)} ${n === 1 ? 'head does' : 'heads do'}`;
 
 // The heads of the set profile, in the table's form.
@@ -101,7 +102,7 @@ async function drawSet() {
   for (const x of p.heads) tally[x.label] = (tally[x.label] ?? 0) + 1;
   const borderline = p.heads.filter((x) => x.borderline);
   const level = p.bootstrap.level;
-  const positional = p.heads.filter((x) => x.label === 'previous-token' || x.label === 'next-token');
+  const positional = p.heads.filter((x) => POSITIONAL.has(x.label));
   fillFacts(document, {
     totalWord: countWord(p.heads.length),
     titleCounts: `over ${p.sentences} sentences, ${countWord(previous.length, true)} almost always ${previous.length === 1 ? 'says' : 'say'} \u201cthe previous token\u201d and ${countWord(next.length, true)} \u201cthe next token\u201d`,
@@ -119,14 +120,14 @@ async function drawSet() {
     previousShares: names(previous, (x) => x.shares.word_previous.estimate),
     onlyNext: headsDo(next.length),
     nextShares: names(next, (x) => x.shares.word_next.estimate),
-    nearMisses: [...near('word_previous'), ...near('word_next')].map((x) => headTag(x.layer - 1, x.head - 1)).join(', ') || 'none',
+    nearMisses: [...near('word_previous'), ...near('word_next')].map((x) => headShort(x.layer - 1, x.head - 1)).join(', ') || 'none',
     labelTally: Object.entries(tally).sort((a, b) => b[1] - a[1]).map(([label, n]) => `${n} ${label}`).join(', '),
     borderline: borderline.length
-      ? `${borderline.length} ${borderline.length === 1 ? 'label is' : 'labels are'} borderline: ${borderline.map((x) => `${headTag(x.layer - 1, x.head - 1)} ${x.label} (kept in ${percent(x.label_stability, 0)})`).join(', ')}`
+      ? `${borderline.length} ${borderline.length === 1 ? 'label is' : 'labels are'} borderline: ${borderline.map((x) => `${headShort(x.layer - 1, x.head - 1)} ${x.label} (kept in ${percent(x.label_stability, 0)})`).join(', ')}`
       : 'no label is borderline',
     pageFidelity: pageFidelity(set)?.attention ?? 'the same file the set was computed with',
     conclusion: `In this model ${countWord(positional.length, true)} of the ${countWord(p.heads.length, true)} heads are positional by the core\u2019s rule: `
-      + `${positional.map((x) => `${headTag(x.layer - 1, x.head - 1)} (${x.label})`).join(', ') || 'none'}; `
+      + `${positional.map((x) => `${headShort(x.layer - 1, x.head - 1)} (${x.label})`).join(', ') || 'none'}; `
       + `${countWord(previous.length + next.length, true)} of them point at their neighbour for at least ${percent(ALMOST_ALWAYS, 0)} of the words that have one, with the whole ${percent(level, 0)} interval above that bar. `
       + `The other labels describe tendencies, not rules${borderline.length ? `, and ${countWord(borderline.length, true)} of them could change with another sample of sentences` : ''}.`,
   });
@@ -145,11 +146,10 @@ async function main() {
   addEventListener('hashchange', () => drawYours(engine));
 }
 
-let drawing = 0;
+const yours = new Latest();
 async function drawYours(engine) {
-  const ticket = ++drawing;
   const mine = await analyzeReadersSentence({
-    engine, hash: HASH, slot: yoursSlot, redraw: () => drawYours(engine), current: () => ticket === drawing, fallback: PRESETS[0],
+    engine, hash: HASH, slot: yoursSlot, redraw: () => drawYours(engine), latest: yours, fallback: PRESETS[0],
   });
   if (!mine) return;
   const { sentence, form, error, result } = mine;

@@ -3,7 +3,7 @@
 // text). The confident post computes over these live, in the reader's browser; the heads and
 // contribution posts show statistics over the whole file, computed when the site is built
 // (scripts/site/make_sets.mjs). tests/js/sentence_set.test.mjs checks that the two agree.
-import { PRESETS } from '../state.js';
+import { PRESETS } from '../content.js';
 
 export const WRITTEN_FOR_THE_SERIES = Object.freeze([
   'The old bridge was closed after the storm damaged its supports.',

@@ -8,9 +8,9 @@
 import '../start-engine.js';
 import { CAUSES, failureCause, FIRST_PREFIX, typeBack } from './survival.js';
 import { tokenizerOf } from './tokenizer.js';
-import { fillFacts, h, loadEngine, readHash, scrollBox, writeHash } from './common.js';
-import { MAX_LINK_TEXT } from '../state.js';
-import { thousands } from '../widgets/dom.js';
+import { fillFacts, h, Latest, loadEngine, readHash, scrollBox, writeHash } from './common.js';
+import { MAX_LINK_TEXT } from '../runtime/state.js';
+import { thousands } from '../widgets/format.js';
 
 const status = document.getElementById('status');
 const groupsSlot = document.getElementById('groups');
@@ -62,17 +62,17 @@ async function drawPlayground(tokenizer, unkId) {
   input.value = text;
   const out = h('div', { id: 'pieces-out' });
   let timer = 0;
-  let ticket = 0;
+  const latest = new Latest();
   const show = async (value, push) => {
-    const mine = ++ticket;
+    const mine = latest.next();
     let result;
     try {
       result = await tokenizer.tokenize(value);
     } catch (e) {
-      if (mine === ticket) out.replaceChildren(h('p.error-line', { role: 'status', text: e.message }));
+      if (latest.current(mine)) out.replaceChildren(h('p.error-line', { role: 'status', text: e.message }));
       return;
     }
-    if (mine !== ticket) return;
+    if (!latest.current(mine)) return;
     // A text the link cannot hold is tokenized all the same (nothing is cut), and says so.
     const linked = value.length <= MAX_LINK_TEXT;
     if (linked) writeHash({ t: value }, { push });

@@ -5,7 +5,8 @@ import { ATTRIBUTES, AttentionFigure, define } from './base.js';
 import { parseAttribute } from './registry.js';
 import { attentionRow, headLabel, rolloutRow, rowStat } from '../engine/result.js';
 import { headsForToken, isContentHead, labelledHeadName, rowSummary, sharpestAndBroadest } from './data.js';
-import { fmt, h, headName, headShort, setText } from './dom.js';
+import { h, setText } from './dom.js';
+import { fmt, headName, headShort } from './format.js';
 import { barLegend, FULL_SCALE, RowChart, rowPanel } from './bars.js';
 
 const AUTO = 'auto';

@@ -11,8 +11,9 @@ import { AttentionFigure, ATTRIBUTES, define, Latest } from './base.js';
 import { isSuperseded } from '../engine/engine.js';
 import { attentionRow, ROLE } from '../engine/result.js';
 import { CONTROLS_CSS, TokenChips } from './controls.js';
-import { fmt, fmtProbability, fmtWeight, h, headShort, scrollBox, setText, thousands } from './dom.js';
-import { MASK_TEXT, PREDICTION_CSS, vocabularyDownload, withVocabularyProgress } from './attention-prediction.js';
+import { h, scrollBox, setText } from './dom.js';
+import { fmt, fmtProbability, fmtWeight, headShort, superscript, thousands } from './format.js';
+import { MASK_TEXT, PREDICTION_CSS, startWhenAsked, withVocabularyProgress } from './attention-prediction.js';
 
 
 // A token the figure can measure: an ordinary token that is a whole word (one wordpiece), so
@@ -123,8 +124,7 @@ export function signed(value) {
   const a = Math.abs(value);
   if (a >= 1e-3) return `${sign}${a.toFixed(4)}`;
   const [mantissa, exponent] = a.toExponential(1).split('e');
-  const superscript = (text) => [...text].map((c) => '\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079'['-0123456789'.indexOf(c)] ?? c).join('');
-  return `${sign}${mantissa}\u00d710${superscript(exponent)}`;
+  return `${sign}${mantissa}\u00d710${superscript(Number(exponent))}`;
 }
 
 const CSS = `
@@ -207,24 +207,9 @@ class AttentionContribution extends AttentionFigure {
     p.masked.replaceChildren(result.text.slice(0, result.tokens[token].start), h('span.mask', { text: MASK_TEXT }), result.text.slice(result.tokens[token].end));
   }
 
-  // A live view of a whole word: measures at once when the reader has asked (or the author set
-  // autoload), else offers the button with the size of what the first measurement fetches.
+  // A live view of a whole word: measures at once when asked, else offers the button.
   viewDrawn(view) {
-    const p = this._parts;
-    if (!p || view.mode !== 'live' || !wholeWord(view.result, view.token)) return;
-    const { result, token } = view;
-    if (this._armed || this.hasAttribute(ATTRIBUTES.autoload)) {
-      p.start.hidden = true;
-      this.measureNow();
-    } else {
-      const label = `Measure every head for \u201c${result.tokens[token].text}\u201d`;
-      p.start.textContent = label;
-      p.start.hidden = false;
-      // The size of what the first measurement fetches, from the engine's manifest.
-      this.figureEngine().then(vocabularyDownload).then((note) => {
-        if (p.start.textContent === label && note) p.start.textContent = `${label} (the first measurement ${note})`;
-      }, () => {});
-    }
+    startWhenAsked(this, view, { can: wholeWord, label: (word) => `Measure every head for \u201c${word}\u201d`, what: 'measurement', run: () => this.measureNow() });
   }
 
   async measureNow() {

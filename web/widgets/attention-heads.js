@@ -9,7 +9,8 @@ import { AttentionFigure, define } from './base.js';
 import { attentionRow, headLabel, isSpecial } from '../engine/result.js';
 import { headsForToken, labelledHeadName, shortHeadLabel } from './data.js';
 import { FULL_SCALE, rowPanel } from './bars.js';
-import { fmt, fmtWeight, h, headShort, MIN_LABEL_PX, scrollBox, setText, svg, thinLabels, unwatchWidth, watchWidth } from './dom.js';
+import { h, MIN_LABEL_PX, scrollBox, setText, svg, thinLabels, unwatchWidth, watchWidth } from './dom.js';
+import { fmt, fmtWeight, headShort } from './format.js';
 import { CellReadout, partAt, wireProbe } from './readout.js';
 
 const WIDTH = 100;

@@ -8,14 +8,15 @@ import { AttentionFigure, define } from './base.js';
 import { css, paintWeights, weightColour } from './colour.js';
 import { attentionMatrix, attentionRow, headLabel, isSpecial, rowStat } from '../engine/result.js';
 import { headsForToken, labelledHeadName, shortHeadLabel } from './data.js';
-import { fmt, h, headShort, MIN_LABEL_PX, scrollBox, setText, thinLabels, unwatchWidth, watchWidth } from './dom.js';
+import { h, MIN_LABEL_PX, scrollBox, setText, thinLabels, unwatchWidth, watchWidth } from './dom.js';
+import { fmt, headShort } from './format.js';
 import { barLegend, FULL_SCALE, RowChart, selectedRowPanels, specialShare } from './bars.js';
 import { CHIP_CSS, TokenChips } from './controls.js';
 import { CellReadout, partAt, wireProbe } from './readout.js';
-import { PRESETS } from '../state.js';
+import { PRESETS } from '../content.js';
 import { tooLong } from '../engine/engine.js';
 import { TILES_CSS, WeightTiles } from './tiles.js';
-import { refuseLongPastes, textRefusal } from '../controller.js';
+import { refuseLongPastes, textRefusal } from './sentence-box.js';
 
 const INPUT_DELAY_MS = 300;
 // Above this many tokens the enlarged heatmap's rows are too thin for their labels; the readout
@@ -667,7 +668,7 @@ class AttentionInstrument extends AttentionFigure {
     clearTimeout(this._timer);
     const sentence = this.input.value;
     // An empty sentence is only [CLS] and [SEP], a huge one more than the engine takes: say what
-    // to do and keep the figures (web/controller.js words both). A pause in typing an empty box
+    // to do and keep the figures (sentence-box.js words both). A pause in typing an empty box
     // says nothing yet.
     const refusal = textRefusal(sentence, 'The figures still show the last sentence.');
     if (refusal) {

@@ -5,7 +5,8 @@
 import { AttentionFigure, define } from './base.js';
 import { paintCells, prefersDark, signedColour } from './colour.js';
 import { mechanism } from './data.js';
-import { fmt, h, headName, scrollBox, setText } from './dom.js';
+import { h, scrollBox, setText } from './dom.js';
+import { fmt, headName } from './format.js';
 import { revealRow } from './bars.js';
 
 const PREVIEW = 4;  // leading components printed before the ellipsis

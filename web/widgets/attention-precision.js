@@ -9,7 +9,8 @@ import { currentEngine, DEFAULT_MANIFEST_URL, getSideEngine, isSuperseded, loadM
 import { ATTRIBUTES, AttentionFigure, define, Latest } from './base.js';
 import { isSpecial } from '../engine/result.js';
 import { attentionDifference, precisionWords } from './data.js';
-import { fmt, h, headName, megabytes, scrollBox, setText } from './dom.js';
+import { h, scrollBox, setText } from './dom.js';
+import { fmt, headName, HeadName, megabytes, superscript } from './format.js';
 import { barScale, revealRow, rowPanel } from './bars.js';
 import { CONTROLS_CSS, HeadMenu, TokenChips } from './controls.js';
 import { PLANS } from './registry.js';
@@ -17,7 +18,6 @@ import { PLANS } from './registry.js';
 const DEFAULT_BAR = 1e-3;
 
 // Small numbers as a reader writes them: 0.0153, or 3.7 × 10⁻⁴ below a hundredth.
-const SUPERSCRIPT = { '-': '\u207b', 0: '\u2070', 1: '\u00b9', 2: '\u00b2', 3: '\u00b3', 4: '\u2074', 5: '\u2075', 6: '\u2076', 7: '\u2077', 8: '\u2078', 9: '\u2079' };
 export function small(x) {
   if (!Number.isFinite(x)) return String(x);
   if (x === 0) return '0';
@@ -28,7 +28,7 @@ export function small(x) {
     exponent += 1;
     mantissa = (x / 10 ** exponent).toFixed(1);
   }
-  return `${mantissa.replace('-', '\u2212')}\u00a0\u00d7\u00a010${String(exponent).replace(/./g, (c) => SUPERSCRIPT[c])}`;
+  return `${mantissa.replace('-', '\u2212')}\u00a0\u00d7\u00a010${superscript(exponent)}`;
 }
 
 // How a difference compares with the bar, in words.
@@ -362,7 +362,7 @@ class AttentionPrecision extends AttentionFigure {
 
   exportLines(view) {
     const s = this._shown;
-    return [...this.contextLines({ ...view, result: s.reference }), `${headName(s.layer, s.head).replace(/^l/, 'L')}; token \u201c${s.reference.tokens[s.token].text}\u201d, ${s.token + 1} of ${s.reference.n}`];
+    return [...this.contextLines({ ...view, result: s.reference }), `${HeadName(s.layer, s.head)}; token \u201c${s.reference.tokens[s.token].text}\u201d, ${s.token + 1} of ${s.reference.n}`];
   }
 
   exportPanels(view) {

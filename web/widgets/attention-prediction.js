@@ -9,7 +9,8 @@ import { AttentionFigure, ATTRIBUTES, define, Latest } from './base.js';
 import { isSuperseded } from '../engine/engine.js';
 import { ROLE } from '../engine/result.js';
 import { CONTROLS_CSS, TokenChips } from './controls.js';
-import { fmt, fmtProbability, h, megabytes, setText, thousands } from './dom.js';
+import { h, setText } from './dom.js';
+import { fmt, fmtProbability, megabytes, thousands } from './format.js';
 
 // How many entries the figure shows; the original word's probability and rank are exact,
 // over the whole vocabulary (engine.probability).
@@ -34,6 +35,26 @@ export const PREDICTION_CSS = `
 // far that has got while a prediction waits (the engine's worker answers between downloads).
 // What the first prediction downloads, said before it starts: '' when nothing is left to fetch
 // (a single model file, or every shard already here).
+// The start of a figure that runs on demand (a prediction, a measurement of every head), for a
+// live view of a token it `can` run on: at once when the reader has asked (the figure is
+// `_armed`) or the author set autoload; else its start button offers it, with the size of what
+// the first `what` fetches, from the engine's manifest.
+export function startWhenAsked(figure, view, { can, label, what, run }) {
+  const p = figure._parts;
+  if (!p || view.mode !== 'live' || !can(view.result, view.token)) return;
+  if (figure._armed || figure.hasAttribute(ATTRIBUTES.autoload)) {
+    p.start.hidden = true;
+    run();
+    return;
+  }
+  const text = label(view.result.tokens[view.token].text);
+  p.start.textContent = text;
+  p.start.hidden = false;
+  figure.figureEngine().then(vocabularyDownload).then((note) => {
+    if (p.start.textContent === text && note) p.start.textContent = `${text} (the first ${what} ${note})`;
+  }, () => {});
+}
+
 export async function vocabularyDownload(engine) {
   let stats = null;
   try {
@@ -124,24 +145,9 @@ class AttentionPrediction extends AttentionFigure {
     if (view.mode !== 'live') p.start.hidden = true;
   }
 
-  // A live view of a maskable token: predicts at once when the reader has asked (or the author
-  // set autoload), else offers the button with the size of what the first prediction fetches.
+  // A live view of a maskable token: predicts at once when asked, else offers the button.
   viewDrawn(view) {
-    const p = this._parts;
-    if (!p || view.mode !== 'live' || !maskable(view.result, view.token)) return;
-    const { result, token } = view;
-    if (this._armed || this.hasAttribute(ATTRIBUTES.autoload)) {
-      p.start.hidden = true;
-      this.predictNow();
-    } else {
-      const label = `Predict \u201c${result.tokens[token].text}\u201d`;
-      p.start.textContent = label;
-      p.start.hidden = false;
-      // The size of what the first prediction fetches, from the engine's manifest.
-      this.figureEngine().then(vocabularyDownload).then((note) => {
-        if (p.start.textContent === label && note) p.start.textContent = `${label} (the first prediction ${note})`;
-      }, () => {});
-    }
+    startWhenAsked(this, view, { can: maskable, label: (word) => `Predict \u201c${word}\u201d`, what: 'prediction', run: () => this.predictNow() });
   }
 
   attributeChangedCallback(name, old, value) {

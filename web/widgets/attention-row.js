@@ -5,7 +5,8 @@
 import { AttentionFigure, define } from './base.js';
 import { attentionRow, rowStat } from '../engine/result.js';
 import { CONTROLS_CSS, HeadMenu, TokenChips } from './controls.js';
-import { fmt, h, headName, setText } from './dom.js';
+import { h, setText } from './dom.js';
+import { fmt, headName } from './format.js';
 import { barLegend, FULL_SCALE, RowChart, selectedRowPanels, specialShare } from './bars.js';
 
 class AttentionRow extends AttentionFigure {

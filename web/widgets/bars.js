@@ -3,7 +3,8 @@
 // bars. Every table row carries the full-precision weight in data-value. On the scale from 0 to
 // 1 (FULL_SCALE) each bar lies on a faint track of the full length, so that the reader sees
 // where 1 is: the whole of the row's budget, which its bars share.
-import { fmt, fmtWeight, h, headName, scrollBox, setText } from './dom.js';
+import { h, scrollBox, setText } from './dom.js';
+import { fmt, fmtWeight, headName } from './format.js';
 import { attentionRow, isSpecial, rowStat } from '../engine/result.js';
 
 // The top of the scale on which a row's bars are the share of its budget of 1, drawn with a

@@ -7,22 +7,21 @@
 // The article hands every figure the same view. Readers' choices leave a figure as events
 // (bubbling out of the shadow root) so that the page's state decides what happens. Under the
 // body every figure has a toolbar: the code to embed it as it is now, and SVG and PNG downloads.
-import { currentEngine, DEFAULT_MANIFEST_URL, getEngine } from '../engine/engine.js';
-import { EngineSession, progressText } from '../controller.js';
+import { currentEngine, getEngine } from '../engine/engine.js';
 import { ROLE } from '../engine/result.js';
-import { describeModel, labelledHeadName, modelPhrase, resolveAttributes } from './data.js';
+import { labelledHeadName, modelPhrase } from './data.js';
 import { h, setText } from './dom.js';
 import { adoptStyles, effectiveTheme, unwatchTheme, watchTheme } from './theme.js';
-import { figureView, Latest, truncationNote } from './view.js';
+import { Latest, truncationNote } from './view.js';
+import { HeadName, progressText } from './format.js';
 import { download, figureSvg, modelLine, pngBlob, svgText } from './export.js';
 import { elementSnippet, frameSnippet } from './snippet.js';
 import { BASE_CSS, EMBEDDED_CSS, themeCss } from './style.js';
 import { ATTRIBUTES, FIGURES, parseAttribute, reserveCss, SOURCE_ATTRIBUTES, TAGS, unknownAttributeNote } from './registry.js';
-import { DEFAULT_WORD_TEXT, PRESETS } from '../state.js';
 
 export { ATTRIBUTES, FIGURES, TAGS };
-// The view builder's module, for the figures' modules that import it from here.
-export { figureView, Latest, truncationNote };
+// The newest-request rule, for the figures' modules that import it from here.
+export { Latest, truncationNote };
 
 // Defines a figure's element once, however many copies of the widgets a page loads (the
 // article's modules and the embedding bundle may meet in one page). The element observes exactly
@@ -34,31 +33,12 @@ export function define(key, figureClass) {
   if (!customElements.get(FIGURES[key].tag)) customElements.define(FIGURES[key].tag, figureClass);
 }
 
-// Attributes of a figure used on its own (outside the article): with a `sentence` attribute
-// the figure loads the page's shared engine itself and follows its attributes. Layer and head
-// count from 1, as the figures label them; `word` is a token's text or its position (0 is
-// [CLS]). Each figure's list and the parsers are in registry.js.
-
-// engine-src, manifest-src and model-src are as powerful as <script src>: the engine's glue (from
-// engine-src, or named by a manifest) runs in the host page's worker or page, and a model file's
-// name and provenance become the figure's claims. So an address on another origin than these
-// widgets' own is refused unless the host page allows that origin, in its head:
-//   <meta name="attention-widgets-origins" content="https://models.example https://cdn.example">
-// (a page setting, which markup inside an article cannot give itself by an attribute).
-export const ORIGINS_META = 'attention-widgets-origins';
-const WIDGETS_ORIGIN = new URL(import.meta.url).origin;
-function allowedOrigin(url) {
-  const origin = new URL(url).origin;
-  if (origin === WIDGETS_ORIGIN) return true;
-  const listed = document.querySelector(`meta[name="${ORIGINS_META}"]`)?.getAttribute('content') ?? '';
-  return listed.split(/\s+/).some((entry) => {
-    try {
-      return entry !== '' && new URL(entry).origin === origin;
-    } catch {
-      return false;
-    }
-  });
-}
+// A figure used on its own (outside the article), with a `sentence` attribute or inside the
+// embedding bundle, follows its own attributes: its host is the driver that web/runtime/
+// standalone.js installs here (driveStandalone(figure) -> {engine, resume, close,
+// attributeChanged}), as article.js is the article's. Layer and head count from 1, as the
+// figures label them; `word` is a token's text or its position (0 is [CLS]). Each figure's list
+// and the parsers are in registry.js.
 
 export const EVENTS = Object.freeze({
   select: 'attention-select',  // detail: a patch of {sentence, token, layer, head, showSpecial}
@@ -79,6 +59,9 @@ export class AttentionFigure extends HTMLElement {
   // sentence, since no article drives it.
   static embedded = false;
 
+  // The host of a figure on its own, installed by web/runtime/standalone.js.
+  static driveStandalone = null;
+
   // False for figures that compute everything themselves (the softmax lab).
   static needsModel = true;
 
@@ -91,10 +74,8 @@ export class AttentionFigure extends HTMLElement {
     this._view = null;
     // This figure's requests to the engine (a figure on its own makes its own).
     this.channel = `figure-${++figureCount}`;
-    this._latest = new Latest();
-    // The reader's choices in a figure on its own ({sentence, token, layer, head, showSpecial},
-    // layer and head from 0): they override the attributes, which stay as the author wrote them.
-    this._reader = {};
+    // The driver of a figure on its own (driveStandalone), once connected as one.
+    this._standalone = null;
     this._warned = new Set();
     // The notes on screen, by where they come from: the attributes as written, and what the
     // analysis could not honour (word, layer, head; resolveAttributes).
@@ -123,17 +104,35 @@ export class AttentionFigure extends HTMLElement {
 
   disconnectedCallback() {
     unwatchTheme(this);
-    this._standalone?.session?.close();
+    this._standalone?.close();
   }
 
   // The engine this figure works with: its own (a figure on its own), else the page's.
   async figureEngine() {
-    return this._standalone?.session?.engine ?? (await (currentEngine() ?? getEngine()));
+    return this._standalone?.engine ?? (await (currentEngine() ?? getEngine()));
   }
 
   // The figure's registry entry (registry.js).
   get figure() {
     return FIGURES[this.constructor.figureKey];
+  }
+
+  // The addresses given as attributes (engine-src, manifest-src, model-src), resolved against the
+  // host page (where an author wrote them); unparsable ones are left out, so the defaults beside
+  // the bundle apply. The host of a figure on its own loads only http and https ones, from
+  // origins the page allows (web/runtime/standalone.js).
+  sources() {
+    const out = {};
+    for (const name of SOURCE_ATTRIBUTES) {
+      const value = this.getAttribute(name);
+      if (!value) continue;
+      try {
+        out[name] = new URL(value, document.baseURI).href;
+      } catch {
+        // Not an address: ignored.
+      }
+    }
+    return out;
   }
 
   // A declared attribute's value through its parser, or `fallback` when it is absent.
@@ -221,9 +220,9 @@ export class AttentionFigure extends HTMLElement {
     this.checkAttributes();
     this.updateReserve(this._view);
     if (!this.constructor.needsModel) return;
-    if (this.hasAttribute(ATTRIBUTES.sentence) || AttentionFigure.embedded) this.standalone();
+    if (!this._standalone && (this.hasAttribute(ATTRIBUTES.sentence) || AttentionFigure.embedded)) this.standalone();
     // Back on the page: the download's progress reaches the status line again.
-    this._standalone?.session?.resume();
+    this._standalone?.resume();
   }
 
   // An attribute the author (or the host's script) changes replaces the reader's choice of it.
@@ -233,138 +232,17 @@ export class AttentionFigure extends HTMLElement {
       if (this.isConnected) this.updateTheme();
       return;
     }
-    const r = this._reader;
-    if (name === ATTRIBUTES.sentence) this._reader = {};
-    else if (name === ATTRIBUTES.word) delete r.token;
-    else if (name === ATTRIBUTES.layer || name === ATTRIBUTES.head) {
-      delete r.layer;
-      delete r.head;
-    } else if (name === ATTRIBUTES.hideSpecial) delete r.showSpecial;
-    if (this._standalone) this.refreshStandalone();
+    this._standalone?.attributeChanged(name);
   }
 
-  // Drives the figure from its own attributes and the page's shared engine. The reader's
-  // choices stop here (they never reach a host page's state) and live in this._reader, not in
-  // the attributes; once drawn, the figure tells the host with an attention-change event.
+  // Starts the figure's own host; without one installed (a page that loaded a figure's module
+  // but not web/runtime/standalone.js) the figure says so instead of waiting for ever.
   standalone() {
-    if (this._standalone) return;
-    // session: the engine (web/controller.js); error: an address attribute refused before any
-    // download; live: the last live result, kept on screen while a trapped engine restarts.
-    this._standalone = { session: null, error: null, live: null };
-    this.addEventListener(EVENTS.select, (event) => {
-      event.stopPropagation();
-      const d = event.detail;
-      const r = this._reader;
-      if (d.sentence !== undefined) {
-        r.sentence = d.sentence;
-        delete r.token;
-      }
-      for (const key of ['token', 'layer', 'head', 'showSpecial']) if (d[key] !== undefined) r[key] = d[key];
-      if ((d.layer !== undefined) !== (d.head !== undefined)) {
-        // One of the pair: the other stays as shown.
-        if (r.layer === undefined) r.layer = this._view?.layer ?? -1;
-        if (r.head === undefined) r.head = this._view?.head ?? -1;
-      }
-      this.refreshStandalone({ announce: !d.transient });
-    });
-    this.addEventListener(EVENTS.retry, (event) => {
-      event.stopPropagation();
-      this.loadStandalone();
-    });
-    this.loadStandalone();
-  }
-
-  loadStandalone() {
-    const state = this._standalone;
-    state.error = null;
-    const sources = this.sources();
-    const refused = Object.entries(sources).find(([, url]) => !/^https?:/.test(url));
-    if (refused) {
-      state.error = { message: `${refused[0]} must be an http or https address; it is \u201c${refused[1]}\u201d.`, kind: 'input' };
-      this.refreshStandalone();
+    if (AttentionFigure.driveStandalone) {
+      this._standalone = AttentionFigure.driveStandalone(this);
       return;
     }
-    const foreign = Object.entries(sources).find(([, url]) => !allowedOrigin(url));
-    if (foreign) {
-      const origin = new URL(foreign[1]).origin;
-      state.error = {
-        message: `${foreign[0]}=\u201c${foreign[1]}\u201d is on ${origin}, not on these widgets\u2019 origin (${WIDGETS_ORIGIN}); an address that loads the engine or the model must be on that origin, unless this page allows ${origin} in its head with <meta name="${ORIGINS_META}" content="${origin}">.`,
-        kind: 'input',
-      };
-      this.refreshStandalone();
-      return;
-    }
-    const options = { manifestUrl: sources[ATTRIBUTES.manifestSrc] ?? DEFAULT_MANIFEST_URL };
-    if (sources[ATTRIBUTES.modelSrc]) options.modelUrl = sources[ATTRIBUTES.modelSrc];
-    if (sources[ATTRIBUTES.engineSrc]) options.engineUrl = sources[ATTRIBUTES.engineSrc];
-    state.session?.close();
-    state.session = new EngineSession({ options, onChange: () => this.refreshStandalone() });
-    state.session.start();
-  }
-
-  // The addresses given as attributes, resolved against the host page (where an author wrote
-  // them); unparsable ones are left out, so the defaults beside the bundle apply. Only http and
-  // https addresses are loaded (loadStandalone says so of any other).
-  sources() {
-    const out = {};
-    for (const name of SOURCE_ATTRIBUTES) {
-      const value = this.getAttribute(name);
-      if (!value) continue;
-      try {
-        out[name] = new URL(value, document.baseURI).href;
-      } catch {
-        // Not an address: ignored.
-      }
-    }
-    return out;
-  }
-
-  refreshStandalone({ announce = false } = {}) {
-    const { session, live } = this._standalone;
-    const error = this._standalone.error ?? session?.error ?? null;
-    const progress = session?.progress ?? null;
-    // While a trapped engine restarts, the last live result stays with the session's words.
-    const restarting = !session?.engine && session?.restarting && live;
-    const engine = session?.engine ?? (restarting ? { analyze: () => Promise.reject(new Error(session.restarting)) } : null);
-    const r = this._reader;
-    const attribute = (name) => this.getAttribute(name);
-    const written = attribute(ATTRIBUTES.sentence);
-    const notes = [];
-    // An empty sentence is a mistake, said as such; the default sentence is shown.
-    if (written !== null && !written.trim() && r.sentence === undefined) {
-      notes.push({ attribute: 'sentence', value: written, message: `sentence=\u201c${written}\u201d is empty; showing the default sentence \u201c${PRESETS[0]}\u201d instead.` });
-    }
-    const given = r.sentence ?? (written?.trim() ? written : null);
-    const wordText = given === null ? DEFAULT_WORD_TEXT : '';
-    // The author's word, layer and head, where the reader has not chosen them; resolveAttributes
-    // says which could not be honoured.
-    const selection = (result) => {
-      const fromAuthor = resolveAttributes(result, {
-        token: r.token,
-        word: r.token === undefined && r.sentence === undefined ? attribute(ATTRIBUTES.word) : null,
-        layer: r.layer === undefined ? attribute(ATTRIBUTES.layer) : null,
-        head: r.head === undefined ? attribute(ATTRIBUTES.head) : null,
-      }, wordText);
-      selection.notes = fromAuthor.notes;
-      return { token: fromAuthor.token, layer: r.layer ?? fromAuthor.layer, head: r.head ?? fromAuthor.head };
-    };
-    const request = this._latest.next();
-    return figureView({
-      engine, sentence: given ?? PRESETS[0], vectors: this.constructor.needsVectors, selection, wordText, channel: this.channel,
-      previous: restarting ? live : null, error, progress,
-      model: session?.engine ? describeModel(session.engine.info) : restarting ? this._view?.model ?? null : null,
-      showSpecial: r.showSpecial ?? !this.hasAttribute(ATTRIBUTES.hideSpecial), sources: this.sources(),
-    }).then((view) => {
-      if (!view || !this._latest.current(request)) return;
-      // The engine trapped (its worker ended): the session starts a new one and tells this
-      // figure, which then draws again.
-      if (session?.restartIfFailed()) return;
-      if (view.mode === 'live' && view.result && !view.inputError && session?.engine) this._standalone.live = view.result;
-      this.view = view;
-      if (view.result) this.setNotes('selection', [...notes, ...(selection.notes ?? [])]);
-      else if (notes.length) this.setNotes('selection', notes);
-      if (announce && view.result) this.emit(EVENTS.change, this.selection);
-    });
+    this.view = { mode: 'error', error: { message: 'Nothing drives this figure on its own: load it through the widgets\u2019 bundle (dist/attention-widgets.js).', kind: 'input' }, result: null, model: null, progress: null, ready: false, showSpecial: true, sources: {} };
   }
 
   emit(name, detail = {}) {
@@ -512,7 +390,7 @@ export class AttentionFigure extends HTMLElement {
   // The lines under the title: the sentence, the model, the layer and head, the token.
   exportLines(view) {
     const { result } = view;
-    return [...this.contextLines(view), `${labelledHeadName(result, view.layer, view.head).replace(/^l/, 'L')}; token \u201c${result.tokens[view.token].text}\u201d, ${view.token + 1} of ${result.n}`];
+    return [...this.contextLines(view), `${labelledHeadName(result, view.layer, view.head, HeadName)}; token \u201c${result.tokens[view.token].text}\u201d, ${view.token + 1} of ${result.n}`];
   }
 
   contextLines({ result, model }) {

@@ -1,7 +1,8 @@
 // The controls the figures share: the sentence's tokens as chips (click one to read its row)
 // and a menu of every layer and head. Readers' choices go to onSelect as a patch of
 // {token} or {layer, head}; the figure passes them on as its select event.
-import { h, headName } from './dom.js';
+import { h } from './dom.js';
+import { headName } from './format.js';
 import { revealRow } from './bars.js';
 import { isSpecial } from '../engine/result.js';
 

@@ -2,8 +2,8 @@
 // "result" is the engine's analyze() output, or the same schema decoded from a precomputed
 // example (web/engine/result.js describes it and holds every accessor); an example carries, in
 // place of hidden_states, queries and keys, the vectors of its one opening selection.
-import { attentionPosition, attentionRow, headLabel, headProfile, ROLE, rowStat, tokenVector } from '../engine/result.js';
-import { thousands } from './dom.js';
+import { attentionPosition, attentionRow, HEAD_LABEL, headLabel, headProfile, ROLE, rowStat, tokenVector } from '../engine/result.js';
+import { headName, thousands } from './format.js';
 
 // The statistics of a row the core did not analyse (a rollout row, a row recomputed here), in
 // the core's field names (ROW_STAT), with n, the uniform share 1/n and the entropy's ceiling ln n.
@@ -47,8 +47,8 @@ export function headsForToken(result, token) {
 // [SEP]). Such a head says the same thing whatever the words are, so the page never opens on one
 // by default (the trap of "the sharpest head": for every ordinary token of the preset sentences
 // it is a previous- or next-token head). The posts' label chips use the same three kinds.
-export const POSITIONAL_LABELS = Object.freeze(['previous-token', 'next-token']);
-export const FIXED_LABELS = Object.freeze(['self', '[CLS]/[SEP] sink']);
+export const POSITIONAL_LABELS = Object.freeze([HEAD_LABEL.previous, HEAD_LABEL.next]);
+export const FIXED_LABELS = Object.freeze([HEAD_LABEL.self, HEAD_LABEL.sink]);
 export const NOT_CONTENT_LABELS = Object.freeze([...POSITIONAL_LABELS, ...FIXED_LABELS]);
 
 // The default-head rule, as the page states it (web/index.html quotes it; the posts too).
@@ -74,11 +74,7 @@ export function isContentRow(result, token, argmax) {
 // `overall`, the sharpest of all heads, with its label (often positional).
 export function sharpestAndBroadest(result, token) {
   const heads = headsForToken(result, token);
-  const sharpestOf = (list) => list.reduce((a, b) => (b.ratio_to_uniform > a.ratio_to_uniform ? b : a), list[0]);
-  const content = heads.filter((x) => isContentHead(result, x.layer, x.head));
-  const tiers = [content.filter((x) => isContentRow(result, token, x.argmax)), content, heads];
-  const tier = tiers.findIndex((list) => list.length > 0);
-  const sharpest = { ...sharpestOf(tiers[tier]), tier: tier + 1 };
+  const sharpest = ruleHead(result, token, () => true, heads);
   // Broadest by the same measure as sharpest, so that the prose's range of ratios runs from the
   // broadest head's ratio to the sharpest one's.
   let broadest = heads[0];
@@ -104,24 +100,27 @@ export function labelShare(result, layer, head) {
   const p = headProfile(result, layer, head);
   if (!p) return null;
   switch (p.label) {
-    case 'previous-token': return p.previous_token;
-    case 'next-token': return p.next_token;
-    case 'self': return p.self;
-    case '[CLS]/[SEP] sink': return p.cls + p.sep;
-    case 'punctuation': return p.punctuation;
+    case HEAD_LABEL.previous: return p.previous_token;
+    case HEAD_LABEL.next: return p.next_token;
+    case HEAD_LABEL.self: return p.self;
+    case HEAD_LABEL.sink: return p.cls + p.sep;
+    case HEAD_LABEL.punctuation: return p.punctuation;
     default: return null;
   }
 }
 
-// A head's name with its label, for wherever a head is named: "layer 2, head 2 · next-token".
-export function labelledHeadName(result, layer, head) {
+// A head's name with its label, for wherever a head is named: "layer 2, head 2 · next-token"
+// (`name`: HeadName at the start of a line).
+export function labelledHeadName(result, layer, head, name = headName) {
   const label = headLabel(result, layer, head);
-  return `layer ${layer + 1}, head ${head + 1}${label ? ` \u00b7 ${label}` : ''}`;
+  return `${name(layer, head)}${label ? ` \u00b7 ${label}` : ''}`;
 }
 
 // A label short enough to stand, visible, beside a head wherever one is drawn small (Figure 1's
 // picker, Figure 5's panels): "prev", "next", "self", "sink", "punct", "broad", "mixed".
-export const SHORT_LABELS = Object.freeze({ 'previous-token': 'prev', 'next-token': 'next', self: 'self', '[CLS]/[SEP] sink': 'sink', punctuation: 'punct', broad: 'broad', mixed: 'mixed' });
+export const SHORT_LABELS = Object.freeze({
+  [HEAD_LABEL.previous]: 'prev', [HEAD_LABEL.next]: 'next', [HEAD_LABEL.self]: 'self', [HEAD_LABEL.sink]: 'sink', [HEAD_LABEL.punctuation]: 'punct', [HEAD_LABEL.broad]: 'broad', [HEAD_LABEL.mixed]: 'mixed',
+});
 export function shortHeadLabel(label) {
   return label ? SHORT_LABELS[label] ?? label : '';
 }
@@ -145,16 +144,21 @@ export function resolveSelection(result, selection, wordText) {
   return { token, layer, head };
 }
 
-// The head SELECTION_RULE picks for `token` among the heads that `keep({layer, head})` admits
-// (a layer given alone, a head given alone): the same tiers as sharpestAndBroadest.
-export function ruleHead(result, token, keep = () => true) {
-  const heads = headsForToken(result, token).filter(keep);
-  const sharpestOf = (list) => list.reduce((a, b) => (b.ratio_to_uniform > a.ratio_to_uniform ? b : a), list[0]);
-  const content = heads.filter((x) => isContentHead(result, x.layer, x.head));
-  const tiers = [content.filter((x) => isContentRow(result, token, x.argmax)), content, heads];
-  const { layer, head } = sharpestOf(tiers.find((list) => list.length > 0));
-  return { layer, head };
+// The head SELECTION_RULE picks for `token`, the one home of the rule, among the heads that
+// `keep({layer, head})` admits (all for the default head; a layer given alone, a head given alone
+// for an author's attributes): the largest ratio to uniform among content heads whose row is a
+// content row; failing that, among content heads; failing that, among all. The head's row
+// statistics, with `tier` (1 to 3) saying which.
+export function ruleHead(result, token, keep = () => true, heads = headsForToken(result, token)) {
+  const admitted = heads.filter(keep);
+  const content = admitted.filter((x) => isContentHead(result, x.layer, x.head));
+  const tiers = [content.filter((x) => isContentRow(result, token, x.argmax)), content, admitted];
+  const tier = tiers.findIndex((list) => list.length > 0);
+  return { ...sharpestOf(tiers[tier]), tier: tier + 1 };
 }
+
+// The head with the largest ratio to uniform in `list` (the first of equals).
+const sharpestOf = (list) => list.reduce((a, b) => (b.ratio_to_uniform > a.ratio_to_uniform ? b : a), list[0]);
 
 // A word of the sentence as the author would type it: its pieces joined ("token" + "##ized"),
 // compared without case or accents (the tokenizer lowercases and strips accents).

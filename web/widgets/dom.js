@@ -1,7 +1,5 @@
 // Building DOM without markup strings: every piece of text, the reader's included, goes in as
 // a text node, so nothing a reader types can become an element or run as a script.
-export { thousands } from '../engine/errors.js';
-
 // h('tag.class1.class2', {attrs, on: {event: fn}, dataset, style}, ...children)
 // A box that scrolls when its content (a table, a tall chart) is larger than the screen: it
 // takes the keyboard's focus and has a name, so that a keyboard can scroll it and a screen
@@ -58,32 +56,6 @@ export function setText(el, text) {
   if (el.textContent !== value) el.textContent = value;
 }
 
-// Fixed-decimal numbers with a real minus sign, as the article prints them.
-// A softmax weight for prose: every weight is above zero, so a small one reads "less than
-// 0.001", never "0.000"; one that rounds to 1 reads "more than 0.999", never "1.000".
-// short: for a readout or a table cell, "<0.001" and ">0.999".
-export function fmtWeight(value, digits = 3, { short = false } = {}) {
-  const step = 10 ** -digits;
-  if (value > 0 && value < step) return `${short ? '<' : 'less than '}${step.toFixed(digits)}`;
-  // A softmax weight is never exactly 1; one that float32 rounded to 1 is still "more than".
-  if (value <= 1 && value > 1 - step / 2) return `${short ? '>' : 'more than '}${(1 - step).toFixed(digits)}`;
-  return fmt(value, digits);
-}
-
-// A probability at its size: 0.025, 0.00038, 2.1e-5 (never 0.000 for a positive one).
-export function fmtProbability(value) {
-  if (value === 0) return '0';
-  const a = Math.abs(value);
-  if (a >= 0.01) return fmt(value, 3);
-  return a >= 1e-4 ? value.toPrecision(2) : value.toExponential(1);
-}
-
-export function fmt(value, digits = 3) {
-  if (!Number.isFinite(value)) return String(value);
-  const text = Math.abs(value).toFixed(digits);
-  return value < 0 && Number(text) !== 0 ? `\u2212${text}` : text;
-}
-
 // Axis labels are drawn at MIN_LABEL_PX or more. Where they are spaced closer than that (a long
 // sentence, a phone), only every step-th is drawn, counted from the label at `anchor` (the
 // selected token's, so that it is always named), as a chart thins its tick labels; the others
@@ -115,9 +87,14 @@ export function unwatchWidth(el) {
   widthObserver?.unobserve(el);
 }
 
-// A byte count as the page quotes file sizes: "20.3 MB" (decimal megabytes).
-export const megabytes = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
-
-export const headName = (layer, head) => `layer ${layer + 1}, head ${head + 1}`;
-export const headShort = (layer, head) => `L${layer + 1} H${head + 1}`;
-
+// Fills every [data-fact] element (`elements`: a list of them, or the root they are under) from
+// `facts`, as text. A number changes only where its text does: a click that leaves it as it was
+// does not touch its element (nor the layout of the paragraph around it). An element whose fact
+// is absent keeps its placeholder wording.
+export function fillFacts(elements, facts) {
+  const list = typeof elements.querySelectorAll === 'function' ? elements.querySelectorAll('[data-fact]') : elements;
+  for (const el of list) {
+    const value = facts[el.dataset.fact];
+    if (value !== undefined && el.textContent !== String(value)) el.textContent = String(value);
+  }
+}

@@ -1,7 +1,8 @@
 // A figure as a picture: an SVG built from the numbers the figure shows (not a screenshot of
 // its DOM), headed by the sentence, the model, the layer and the head, and a PNG painted from
 // that SVG through a canvas. All text goes in as text nodes, so a hostile sentence stays text.
-import { fmt, svg } from './dom.js';
+import { svg } from './dom.js';
+import { fmt } from './format.js';
 import { THEME_PROPERTIES } from './style.js';
 
 const WIDTH = 760;

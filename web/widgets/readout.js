@@ -7,7 +7,8 @@
 // that it always says something: "L4 H2 mixed · “it” → “too” 0.400 (point at or tap a
 // square)". Every number is the loaded result's own (attentionRow); every token goes in as text.
 import { attentionRow, headLabel } from '../engine/result.js';
-import { fmtWeight, h, headShort } from './dom.js';
+import { h } from './dom.js';
+import { fmtWeight, headShort } from './format.js';
 
 // What a probe reads: {layer, head, row, column, value}, column null meaning the row's largest
 // weight.

@@ -8,7 +8,7 @@
 // { value } when it can be honoured, or { value: what is used instead, why, instead } when it
 // cannot: the figure shows and warns "name="value" was not used: why; instead." (README).
 // Attributes whose meaning needs the analysis (word, layer, head) or the page (the sources) are
-// checked where that is known: data.js resolveAttributes and base.js loadStandalone.
+// checked where that is known: data.js resolveAttributes and runtime/standalone.js (load).
 
 export const ATTRIBUTES = Object.freeze({
   sentence: 'sentence',

@@ -4,7 +4,8 @@
 import { ATTRIBUTES, AttentionFigure, define } from './base.js';
 import { SCORE_COUNT } from './registry.js';
 import { softmax } from './data.js';
-import { fmt, h } from './dom.js';
+import { h } from './dom.js';
+import { fmt } from './format.js';
 
 const KEYS = SCORE_COUNT;
 const MIN = -10;

@@ -1,26 +1,15 @@
+// Page state and the URL hash, once for every host: the article's state and its store, the one
+// codec every page's hash goes through, and the one writer of history.
+import { MAX_TEXT_CHARS } from '../engine/engine.js';
+import { PRESETS } from '../content.js';
+
 // The article's state: which sentence, which token's row, which layer and head, whether [CLS]
 // and [SEP] are shown, which figure the reader last used, and whether the live engine drives
-// the figures. One small store; the
-// widgets never read it directly, article.js hands them a view of it.
-
-import { MAX_TEXT_CHARS } from './engine/engine.js';
-
-// Preset sentences for the sentence box (also read by scripts/site/make_examples.mjs, so the
-// precomputed example and the live page start from the same sentence).
-export const PRESETS = [
-  'The animal did not cross the street because it was too tired.',
-  'She poured the milk into the cup until it was full.',
-  'Unbelievably, the embeddings were tokenized into wordpieces.',
-  'The keys to the cabinet are on the table.',
-];
-
-// The word whose row the page opens on, for the first preset.
-export const DEFAULT_WORD_TEXT = 'it';
-
+// the figures. The widgets never read it: the session hands them a view of it.
 export const DEFAULT_STATE = Object.freeze({
   sentence: PRESETS[0],
   token: -1,  // index into the sentence's tokens; -1 picks the default word
-  layer: -1,  // -1 picks the sharpest head for the token
+  layer: -1,  // -1 picks the head the selection rule gives the token (SELECTION_RULE)
   head: -1,
   showSpecial: true,
   view: '',  // the data-figure name of the figure the reader last used; '' for none
@@ -83,6 +72,16 @@ export function formatHashState(values) {
     params.set(name, typeof value === 'boolean' ? (value ? '1' : '0') : String(value));
   }
   return `#${params.toString()}`;
+}
+
+// The state a page keeps in its hash: keys {name: 'text' | 'index' | 'flag' | 'name'}.
+export const readHash = (keys) => readHashState(location.hash, keys);
+
+// The one writer of history: `hash` (a string from formatHash, or values for formatHashState)
+// replaces the current entry, or with push adds one; the same hash again writes nothing.
+export function writeHash(hash, { push = false } = {}) {
+  const text = typeof hash === 'string' ? hash : formatHashState(hash);
+  if (text !== location.hash) history[push ? 'pushState' : 'replaceState'](null, '', text);
 }
 
 // The article's keys: sentence, token, layer, head, whether specials are shown, the figure in view.

@@ -1,0 +1,170 @@
+// A figure on its own (outside the article): with a `sentence` attribute, or inside the embedding
+// bundle, a figure follows its own attributes and the page's shared engine. This module is that
+// figure's host, as article.js is the article's: importing it installs the driver that
+// AttentionFigure (widgets/base.js) starts when such a figure is connected. The reader's choices
+// stop here (they never reach a host page's state) and live in the driver, not in the
+// attributes; once drawn, the figure tells the host with an attention-change event.
+import { DEFAULT_MANIFEST_URL } from '../engine/engine.js';
+import { DEFAULT_WORD_TEXT, PRESETS } from '../content.js';
+import { AttentionFigure, ATTRIBUTES, EVENTS } from '../widgets/base.js';
+import { describeModel, resolveAttributes } from '../widgets/data.js';
+import { EngineSession, ViewLoop } from './session.js';
+import { figureView } from './view.js';
+
+// engine-src, manifest-src and model-src are as powerful as <script src>: the engine's glue (from
+// engine-src, or named by a manifest) runs in the host page's worker or page, and a model file's
+// name and provenance become the figure's claims. So an address on another origin than these
+// widgets' own is refused unless the host page allows that origin, in its head:
+//   <meta name="attention-widgets-origins" content="https://models.example https://cdn.example">
+// (a page setting, which markup inside an article cannot give itself by an attribute).
+export const ORIGINS_META = 'attention-widgets-origins';
+const WIDGETS_ORIGIN = new URL(import.meta.url).origin;
+function allowedOrigin(url) {
+  const origin = new URL(url).origin;
+  if (origin === WIDGETS_ORIGIN) return true;
+  const listed = document.querySelector(`meta[name="${ORIGINS_META}"]`)?.getAttribute('content') ?? '';
+  return listed.split(/\s+/).some((entry) => {
+    try {
+      return entry !== '' && new URL(entry).origin === origin;
+    } catch {
+      return false;
+    }
+  });
+}
+
+// Why an address attribute is refused before any download, or null.
+function sourceRefusal(sources) {
+  const refused = Object.entries(sources).find(([, url]) => !/^https?:/.test(url));
+  if (refused) return `${refused[0]} must be an http or https address; it is \u201c${refused[1]}\u201d.`;
+  const foreign = Object.entries(sources).find(([, url]) => !allowedOrigin(url));
+  if (!foreign) return null;
+  const origin = new URL(foreign[1]).origin;
+  return `${foreign[0]}=\u201c${foreign[1]}\u201d is on ${origin}, not on these widgets\u2019 origin (${WIDGETS_ORIGIN}); an address that loads the engine or the model must be on that origin, unless this page allows ${origin} in its head with <meta name="${ORIGINS_META}" content="${origin}">.`;
+}
+
+class StandaloneDriver {
+  constructor(figure) {
+    this.figure = figure;
+    // The reader's choices ({sentence, token, layer, head, showSpecial}, layer and head from 0):
+    // they override the attributes, which stay as the author wrote them.
+    this.reader = {};
+    this.refused = null;  // an address attribute refused before any download: {message, kind}
+    this.session = null;
+    this.loop = null;
+    figure.addEventListener(EVENTS.select, (event) => {
+      event.stopPropagation();
+      this.choose(event.detail);
+    });
+    figure.addEventListener(EVENTS.retry, (event) => {
+      event.stopPropagation();
+      this.load();
+    });
+    this.load();
+  }
+
+  get engine() {
+    return this.session?.engine ?? null;
+  }
+
+  close() {
+    this.session?.close();
+  }
+
+  resume() {
+    this.session?.resume();
+  }
+
+  // A reader's choice from the figure (an attention-select patch).
+  choose(d) {
+    const r = this.reader;
+    if (d.sentence !== undefined) {
+      r.sentence = d.sentence;
+      delete r.token;
+    }
+    for (const key of ['token', 'layer', 'head', 'showSpecial']) if (d[key] !== undefined) r[key] = d[key];
+    if ((d.layer !== undefined) !== (d.head !== undefined)) {
+      // One of the pair: the other stays as shown.
+      if (r.layer === undefined) r.layer = this.figure.view?.layer ?? -1;
+      if (r.head === undefined) r.head = this.figure.view?.head ?? -1;
+    }
+    this.refresh({ announce: !d.transient });
+  }
+
+  // An attribute the author (or the host's script) changes replaces the reader's choice of it.
+  attributeChanged(name) {
+    const r = this.reader;
+    if (name === ATTRIBUTES.sentence) this.reader = {};
+    else if (name === ATTRIBUTES.word) delete r.token;
+    else if (name === ATTRIBUTES.layer || name === ATTRIBUTES.head) {
+      delete r.layer;
+      delete r.head;
+    } else if (name === ATTRIBUTES.hideSpecial) delete r.showSpecial;
+    this.refresh();
+  }
+
+  load() {
+    const sources = this.figure.sources();
+    const refusal = sourceRefusal(sources);
+    this.refused = refusal ? { message: refusal, kind: 'input' } : null;
+    if (refusal) {
+      this.close();
+      this.session = null;
+      this.loop = null;
+      this.refresh();
+      return;
+    }
+    const options = { manifestUrl: sources[ATTRIBUTES.manifestSrc] ?? DEFAULT_MANIFEST_URL };
+    if (sources[ATTRIBUTES.modelSrc]) options.modelUrl = sources[ATTRIBUTES.modelSrc];
+    if (sources[ATTRIBUTES.engineSrc]) options.engineUrl = sources[ATTRIBUTES.engineSrc];
+    this.session?.close();
+    this.session = new EngineSession({ options, onChange: () => this.refresh() });
+    this.loop = new ViewLoop(this.session, { channel: this.figure.channel, vectors: this.figure.constructor.needsVectors });
+    this.session.start();
+  }
+
+  async refresh({ announce = false } = {}) {
+    const figure = this.figure;
+    const r = this.reader;
+    const attribute = (name) => figure.getAttribute(name);
+    const written = attribute(ATTRIBUTES.sentence);
+    const notes = [];
+    // An empty sentence is a mistake, said as such; the default sentence is shown.
+    if (written !== null && !written.trim() && r.sentence === undefined) {
+      notes.push({ attribute: 'sentence', value: written, message: `sentence=\u201c${written}\u201d is empty; showing the default sentence \u201c${PRESETS[0]}\u201d instead.` });
+    }
+    const given = r.sentence ?? (written?.trim() ? written : null);
+    const wordText = given === null ? DEFAULT_WORD_TEXT : '';
+    // The author's word, layer and head, where the reader has not chosen them; resolveAttributes
+    // says which could not be honoured.
+    let authorNotes = [];
+    const selection = (result) => {
+      const fromAuthor = resolveAttributes(result, {
+        token: r.token,
+        word: r.token === undefined && r.sentence === undefined ? attribute(ATTRIBUTES.word) : null,
+        layer: r.layer === undefined ? attribute(ATTRIBUTES.layer) : null,
+        head: r.head === undefined ? attribute(ATTRIBUTES.head) : null,
+      }, wordText);
+      authorNotes = fromAuthor.notes;
+      return { token: fromAuthor.token, layer: r.layer ?? fromAuthor.layer, head: r.head ?? fromAuthor.head };
+    };
+    const common = {
+      sentence: given ?? PRESETS[0], selection, wordText,
+      showSpecial: r.showSpecial ?? !figure.hasAttribute(ATTRIBUTES.hideSpecial), sources: figure.sources(),
+    };
+    // Refused addresses load nothing: the view says why. While a trapped engine restarts, the
+    // model stays the one the figure showed.
+    const view = this.refused
+      ? await figureView({ ...common, error: this.refused })
+      : await this.loop.view(true, (live) => ({
+        ...common,
+        model: this.session.engine ? describeModel(this.session.engine.info) : live ? figure.view?.model ?? null : null,
+      }));
+    if (!view) return;
+    figure.view = view;
+    if (view.result) figure.setNotes('selection', [...notes, ...authorNotes]);
+    else if (notes.length) figure.setNotes('selection', notes);
+    if (announce && view.result) figure.emit(EVENTS.change, figure.selection);
+  }
+}
+
+AttentionFigure.driveStandalone = (figure) => new StandaloneDriver(figure);

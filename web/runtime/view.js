@@ -1,0 +1,36 @@
+// The view a figure draws, built in one place for every host (the article, a figure on its own):
+// see the view's shape at the top of widgets/base.js.
+import { isSuperseded } from '../engine/engine.js';
+import { resolveSelection } from '../widgets/data.js';
+
+// With an engine the result is its analysis of `sentence` (with hidden states, queries and keys
+// when `vectors`); without one it is the example, if any. A sentence the engine refuses leaves
+// `previous` (the last good live result) on screen with inputError saying why, or, with no
+// previous result, makes the view's error. `selection` ({token, layer, head}, -1 for a default,
+// or a function of the result giving one) is resolved on the result, the default token being
+// the first spelled `wordText`. The rest (model, progress, error, ready, showSpecial, sources)
+// goes into the view as it is. Returns a promise of the view: the analysis runs in the engine's
+// worker. `channel` names the caller: its newer request replaces one still waiting, and the
+// replaced view comes back null (ViewLoop draws only the view of its newest request).
+export async function figureView({ engine = null, example = null, sentence, vectors = false, previous = null, selection, wordText, channel = null, ...rest }) {
+  const view = { model: null, progress: null, error: null, ready: Boolean(engine), showSpecial: true, sources: {}, ...rest, sentence, result: example, inputError: null };
+  if (engine) {
+    view.mode = 'live';
+    try {
+      view.result = await engine.analyze(sentence, { vectors, channel });
+    } catch (error) {
+      if (isSuperseded(error)) return null;
+      view.result = previous;
+      if (previous) {
+        view.inputError = error.message;
+      } else {
+        view.mode = 'error';
+        view.error = { message: error.message, kind: error.kind };
+      }
+    }
+  } else {
+    view.mode = view.error ? 'error' : example ? 'example' : 'loading';
+  }
+  if (view.result) Object.assign(view, resolveSelection(view.result, typeof selection === 'function' ? selection(view.result) : selection, wordText));
+  return view;
+}
