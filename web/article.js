@@ -10,6 +10,8 @@
 import { modelChoice } from './start-engine.js';
 import { DEFAULT_MANIFEST_URL, loadManifest, manifestModel } from './engine/engine.js';
 import { EngineSession, ViewLoop } from './runtime/session.js';
+// A figure placed on the page with its own sentence (by an author's script) follows its attributes.
+import './runtime/standalone.js';
 import { createStore, DEFAULT_STATE, formatHash, parseHash, PERMALINK_DEFAULTS, writeHash } from './runtime/state.js';
 import { DEFAULT_WORD_TEXT } from './content.js';
 import { attentionRow, headLabel, rolloutRow, rowStat } from './engine/result.js';
