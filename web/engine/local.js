@@ -105,6 +105,15 @@ function checkSchema(module) {
 // The core refused word-embedding rows (a shard or the all-rows file) it was handed.
 const rowsRefused = (url, message) => new EngineError('model', `The word-embedding rows ${url} could not be used: ${message}. Retry; if it happens again, the site serves a damaged or mismatched file.`);
 
+// A native answer as a frozen result that owns its buffers (with `fields` first): every typed
+// array of the answer is a view into wasm memory, valid until the next call, so it is copied
+// here (the worker then transfers the copies to the page).
+function ownedResult(raw, fields) {
+  const result = { ...fields };
+  for (const [key, value] of Object.entries(raw)) result[key] = ArrayBuffer.isView(value) ? value.slice() : value;
+  return Object.freeze(result);
+}
+
 export class AttentionEngine {
   constructor(module, native, info, timings, memoBytes = MEMO_BYTES, shards = null) {
     this._module = module;
@@ -113,8 +122,10 @@ export class AttentionEngine {
     this._shards = shards;
     this.shardStats = { requests: 0, bytes: 0 };
     this._memo = new Memo(memoBytes);
+    this._loadedShards = new Set();  // the split model's shards the core holds
     this._current = null;  // {text, vectors} of the analysis the native side holds
     this._failure = null;
+    this._closed = false;
     this.info = info;
     this.timings = timings;
   }
@@ -122,7 +133,7 @@ export class AttentionEngine {
   // The split model's shards: {requests, bytes} fetched so far, how many are here, how many
   // there are and their total size (all zero for a single model file).
   get shardSummary() {
-    return { ...this.shardStats, loaded: this._loadedShards?.size ?? 0, count: this._shards?.count ?? 0, total: this._shards?.bytes ?? 0 };
+    return { ...this.shardStats, loaded: this._loadedShards.size, count: this._shards?.count ?? 0, total: this._shards?.bytes ?? 0 };
   }
 
   // Whether the instance has the test build's hooks (bindings.cc, ATTN_TEST_HOOKS).
@@ -137,7 +148,7 @@ export class AttentionEngine {
 
   // True once close() freed the instance.
   get closed() {
-    return Boolean(this._closed);
+    return this._closed;
   }
 
   // Executes wasm's `unreachable` in the test build (the recovery test); the engine readers
@@ -172,11 +183,7 @@ export class AttentionEngine {
     }
     this._current = { text, vectors };
     if (raw.error !== undefined) throw new EngineError('input', raw.error);
-    // Every typed array is a view into wasm memory, valid until the next call: copied here,
-    // so that a result owns its buffers (the worker transfers them to the page).
-    const result = { text };
-    for (const [key, value] of Object.entries(raw)) result[key] = ArrayBuffer.isView(value) ? value.slice() : value;
-    return Object.freeze(result);
+    return ownedResult(raw, { text });
   }
 
   // A model in the split layout analyses a text only once the word-embedding rows of its tokens
@@ -190,7 +197,7 @@ export class AttentionEngine {
     if (!this._shards) return;
     checkText(text ?? '', this.info);
     const missing = all
-      ? Array.from({ length: this._shards.count }, (_, k) => k).filter((k) => !this._loadedShards?.has(k))
+      ? Array.from({ length: this._shards.count }, (_, k) => k).filter((k) => !this._loadedShards.has(k))
       : Array.from(this._nativeCall('missingShards', text, 0));
     if (all && this._shards.all && missing.length > this._shards.count / 2) {
       // Figures that predict at once share one download (a failed one is tried afresh next time).
@@ -232,7 +239,6 @@ export class AttentionEngine {
         onProgress({ phase: 'rows', loaded: p.loaded, total: p.total, percent: p.percent ?? 0, fromCache });
       },
     }, use);
-    this._loadedShards ??= new Set();
     for (let k = 0; k < this._shards.count; ++k) this._loadedShards.add(k);
     if (!fromCache) {
       this.shardStats.requests += 1;
@@ -243,7 +249,6 @@ export class AttentionEngine {
   // Shard k handed to the core (prefetched: a promise of it, already on its way), cached once
   // the core accepted it; a no-op for a shard already in.
   async loadShard(k, prefetched = null) {
-    this._loadedShards ??= new Set();
     if (this._loadedShards.has(k)) return;
     const shard = await (prefetched ?? fetchShard(this._shards, k));
     if (!shard.cached) {
@@ -269,10 +274,8 @@ export class AttentionEngine {
     const raw = this._nativeCall('analyzeAblated', text, 0, outputs, String(removed));
     this._current = null;
     if (raw.error !== undefined) throw new EngineError('input', raw.error);
-    const result = { text, removed };
-    for (const [key, value] of Object.entries(raw)) result[key] = ArrayBuffer.isView(value) ? value.slice() : value;
     this._current = { text, removed };
-    return Object.freeze(result);
+    return ownedResult(raw, { text, removed });
   }
 
   // The masked-LM head's k most likely tokens at one position of text; masked: that position is
