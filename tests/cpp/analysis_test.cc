@@ -382,6 +382,45 @@ TEST_F(AnalyzeTextTest, OutputsMaskingAndTruncation) {
   EXPECT_EQ(analysis.encoding.full_length, 42);
 }
 
+// The bindings tokenize a text once: the encoding made to find its missing shards is handed to
+// AnalyzeEncoding. That must be AnalyzeText exactly, a cut text included.
+TEST_F(AnalyzeTextTest, AnalyzeEncodingIsAnalyzeTextFromTheSameEncoding) {
+  std::string long_text;
+  for (int k = 0; k < 40; ++k) long_text += "cat ";
+  for (const std::string& text : {std::string("the cat sat on the mat."), long_text}) {
+    AnalysisOptions options;
+    options.outputs = kDefaultOutputs | kOutputHiddenStates;
+    SentenceAnalysis from_text, from_encoding;
+    ASSERT_TRUE(AnalyzeText(*model_, text, options, &from_text).ok());
+    Encoding encoding = model_->tokenizer().Encode(text, model_->MaxLength(options.max_length));
+    EXPECT_EQ(model_->MissingShards(encoding), model_->MissingShards(text)) << "a single file: none";
+    ASSERT_TRUE(AnalyzeEncoding(*model_, std::move(encoding), options, &from_encoding).ok());
+    ASSERT_EQ(from_encoding.tokens(), from_text.tokens());
+    EXPECT_EQ(from_encoding.encoding.truncated, from_text.encoding.truncated);
+    EXPECT_EQ(from_encoding.activations.attention_probs, from_text.activations.attention_probs);
+    EXPECT_EQ(from_encoding.activations.hidden_states, from_text.activations.hidden_states);
+    EXPECT_EQ(from_encoding.rollout, from_text.rollout);
+    EXPECT_EQ(from_encoding.row_stats, from_text.row_stats);
+  }
+}
+
+// The profile's fields beside its label, one list for the CLI's JSON and the bindings.
+TEST(HeadProfileTest, FractionsByName) {
+  HeadProfile p;
+  p.rows = 4;
+  p.previous_token = 1;
+  p.cls = 2;
+  p.sep = 1;
+  const auto fields = HeadProfileFractions(p);
+  std::vector<std::string> names;
+  for (const auto& [name, value] : fields) names.emplace_back(name);
+  EXPECT_EQ(names, std::vector<std::string>({"previous_token", "next_token", "cls", "sep", "self", "punctuation",
+                                             "mean_entropy", "mean_normalized_entropy", "mean_ratio_to_uniform"}));
+  EXPECT_DOUBLE_EQ(fields[0].second, 0.25);
+  EXPECT_DOUBLE_EQ(fields[2].second, 0.5);
+  EXPECT_DOUBLE_EQ(fields[3].second, 0.25);
+}
+
 TEST_F(AnalyzeTextTest, RemovedHeadsKeepTheirAttentionAndChangeWhatFollows) {
   const std::string text = "the cat sat on the mat.";
   SentenceAnalysis plain, ablated;

@@ -55,6 +55,7 @@ TEST_F(SplitModelTest, ACoreLoadsWithoutRowsAndAnalysesOnceItsShardsAreIn) {
   const std::string text = "the cat sat on the mat.";
   const std::vector<int32_t> missing = core_->MissingShards(text);
   ASSERT_FALSE(missing.empty());
+  EXPECT_EQ(core_->MissingShards(core_->tokenizer().Encode(text, core_->MaxLength(0))), missing);
   SentenceAnalysis analysis;
   const Status refused = AnalyzeText(*core_, text, AnalysisOptions(), &analysis);
   ASSERT_FALSE(refused.ok());

@@ -59,6 +59,7 @@ class Engine {
         reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), &loaded);
     if (!status.ok()) return status.message();
     analysis_ = attn::SentenceAnalysis();
+    kept_.valid = false;  // an encoding is the old model's tokenizer's
     loaded_ = std::move(loaded);
     return "";
   }
@@ -110,7 +111,7 @@ class Engine {
     options.outputs = attn::kDefaultOutputs | (static_cast<uint32_t>(outputs) &
         (attn::kOutputHiddenStates | attn::kOutputQueries | attn::kOutputKeys | attn::kOutputValueNorms));
     attn::Status status = attn::ParseHeadList(removed, loaded_->model().config(), &options.removed_heads);
-    if (status.ok()) status = attn::AnalyzeText(*loaded_, text, options, &analysis_);
+    if (status.ok()) status = AnalyzeInto(text, options);
     if (!status.ok()) return ErrorObject(status.message());
 
     const attn::Activations& a = analysis_.activations;
@@ -161,12 +162,26 @@ class Engine {
     return "";
   }
 
-  // The shards a text's tokens need that are not loaded yet, in increasing order.
-  val MissingShards(const std::string& text, int max_length) const {
+  // The shards a text's tokens need that are not loaded yet, in increasing order. The page asks
+  // this of a text and then analyses it: the encoding made here is kept for that analysis.
+  val MissingShards(const std::string& text, int max_length) {
     val list = val::array();
     if (!loaded_) return list;
-    for (int32_t k : loaded_->MissingShards(text, max_length)) list.call<void>("push", k);
+    kept_.text = text;
+    kept_.max_length = loaded_->MaxLength(max_length);
+    kept_.encoding = loaded_->tokenizer().Encode(text, kept_.max_length);
+    kept_.valid = true;
+    for (int32_t k : loaded_->MissingShards(kept_.encoding)) list.call<void>("push", k);
     return list;
+  }
+
+  // The analysis of text into analysis_, from the encoding MissingShards kept where it is this
+  // text's at the same length (used once), else tokenizing it.
+  attn::Status AnalyzeInto(const std::string& text, const attn::AnalysisOptions& options) {
+    const bool kept = kept_.valid && kept_.text == text && kept_.max_length == loaded_->MaxLength(options.max_length);
+    kept_.valid = false;
+    return kept ? attn::AnalyzeEncoding(*loaded_, std::move(kept_.encoding), options, &analysis_)
+                : attn::AnalyzeText(*loaded_, text, options, &analysis_);
   }
 
   // The tokenizer alone: {tokens, truncated, full_length}, as analyze reports them.
@@ -222,7 +237,7 @@ class Engine {
     options.outputs = 0;
     if (masked) options.masked_positions.push_back(position);
     attn::Status status = attn::ParseHeadList(removed, loaded_->model().config(), &options.removed_heads);
-    return status.ok() ? attn::AnalyzeText(*loaded_, text, options, &analysis_) : status;
+    return status.ok() ? AnalyzeInto(text, options) : status;
   }
 
   // The masked-LM head's k best tokens for one position of the last analyze call.
@@ -283,15 +298,7 @@ class Engine {
       item.set("layer", static_cast<int>(k / static_cast<size_t>(heads)));
       item.set("head", static_cast<int>(k % static_cast<size_t>(heads)));
       item.set("label", std::string(attn::HeadLabelName(p.Label())));
-      item.set("previous_token", p.Fraction(p.previous_token));
-      item.set("next_token", p.Fraction(p.next_token));
-      item.set("cls", p.Fraction(p.cls));
-      item.set("sep", p.Fraction(p.sep));
-      item.set("self", p.Fraction(p.self));
-      item.set("punctuation", p.Fraction(p.punctuation));
-      item.set("mean_entropy", p.mean_entropy());
-      item.set("mean_normalized_entropy", p.mean_normalized_entropy());
-      item.set("mean_ratio_to_uniform", p.mean_ratio_to_uniform());
+      for (const auto& [name, value] : attn::HeadProfileFractions(p)) item.set(name, value);
       // The counts behind the fractions, by the core's names (the posts show shares of them).
       val counts = val::object();
       for (const auto& [name, count] : attn::HeadProfileCounts(p)) counts.set(name, static_cast<double>(count));
@@ -306,6 +313,13 @@ class Engine {
   // Reused by every Analyze call; the typed-array views point into these.
   attn::SentenceAnalysis analysis_;
   std::vector<uint8_t> roles_;  // (n)
+  // The encoding of the last text MissingShards was asked about, for that text's analysis.
+  struct KeptEncoding {
+    std::string text;
+    int32_t max_length = 0;
+    attn::Encoding encoding;
+    bool valid = false;
+  } kept_;
 };
 
 }  // namespace

@@ -94,18 +94,7 @@ inline void WriteJsonHeadProfiles(FILE* out, const std::vector<HeadProfile>& pro
                  static_cast<int>(k / static_cast<size_t>(heads)),
                  static_cast<int>(k % static_cast<size_t>(heads)));
     WriteJsonString(out, HeadLabelName(p.Label()));
-    const std::pair<const char*, double> fields[] = {
-        {"previous_token", p.Fraction(p.previous_token)},
-        {"next_token", p.Fraction(p.next_token)},
-        {"cls", p.Fraction(p.cls)},
-        {"sep", p.Fraction(p.sep)},
-        {"self", p.Fraction(p.self)},
-        {"punctuation", p.Fraction(p.punctuation)},
-        {"mean_entropy", p.mean_entropy()},
-        {"mean_normalized_entropy", p.mean_normalized_entropy()},
-        {"mean_ratio_to_uniform", p.mean_ratio_to_uniform()},
-    };
-    for (const auto& [name, value] : fields) {
+    for (const auto& [name, value] : HeadProfileFractions(p)) {
       std::fprintf(out, ",\"%s\":", name);
       WriteJsonStatistic(out, value);
     }

@@ -282,6 +282,16 @@ std::vector<std::pair<const char*, int64_t>> HeadProfileCounts(const HeadProfile
   };
 }
 
+std::vector<std::pair<const char*, double>> HeadProfileFractions(const HeadProfile& p) {
+  return {
+      {"previous_token", p.Fraction(p.previous_token)}, {"next_token", p.Fraction(p.next_token)},
+      {"cls", p.Fraction(p.cls)}, {"sep", p.Fraction(p.sep)}, {"self", p.Fraction(p.self)},
+      {"punctuation", p.Fraction(p.punctuation)}, {"mean_entropy", p.mean_entropy()},
+      {"mean_normalized_entropy", p.mean_normalized_entropy()},
+      {"mean_ratio_to_uniform", p.mean_ratio_to_uniform()},
+  };
+}
+
 HeadLabel HeadProfile::Label() const {
   if (rows == 0) return HeadLabel::kMixed;
   if (mean_normalized_entropy() >= kBroadEntropy) return HeadLabel::kBroad;
@@ -361,9 +371,14 @@ int32_t LoadedModel::MaxLength(int32_t requested) const {
 }
 
 std::vector<int32_t> LoadedModel::MissingShards(std::string_view text, int32_t max_length) const {
+  if (!model_->sharded()) return {};
+  return MissingShards(tokenizer_.Encode(text, MaxLength(max_length)));
+}
+
+std::vector<int32_t> LoadedModel::MissingShards(const Encoding& encoding) const {
   std::vector<int32_t> missing;
   if (!model_->sharded()) return missing;
-  for (const Token& token : tokenizer_.Encode(text, MaxLength(max_length)).tokens) {
+  for (const Token& token : encoding.tokens) {
     if (!model_->RowLoaded(token.id)) missing.push_back(model_->ShardOfRow(token.id));
   }
   std::sort(missing.begin(), missing.end());
@@ -478,13 +493,18 @@ Status ParseHeadList(std::string_view spec, const ModelConfig& config, std::vect
 
 Status AnalyzeText(LoadedModel& model, std::string_view text, const AnalysisOptions& options,
                    SentenceAnalysis* out) {
+  return AnalyzeEncoding(model, model.tokenizer().Encode(text, model.MaxLength(options.max_length)), options, out);
+}
+
+Status AnalyzeEncoding(LoadedModel& model, Encoding encoding, const AnalysisOptions& options,
+                       SentenceAnalysis* out) {
   if (!(options.residual_weight >= 0.0 && options.residual_weight <= 1.0)) {
     return Status::Error("the rollout residual weight must be in [0, 1], got " +
                          std::to_string(options.residual_weight));
   }
   const Tokenizer& tokenizer = model.tokenizer();
   out->outputs = options.outputs;
-  out->encoding = tokenizer.Encode(text, model.MaxLength(options.max_length));
+  out->encoding = std::move(encoding);
   const std::vector<Token>& tokens = out->encoding.tokens;
   const int32_t n = static_cast<int32_t>(tokens.size());
 

@@ -121,6 +121,10 @@ struct HeadProfile {
 // A profile's counts by name, in the order the CLI and the bindings write them ("rows",
 // "previous_token", ..., "target_other"): the one list both front ends serialise.
 std::vector<std::pair<const char*, int64_t>> HeadProfileCounts(const HeadProfile& profile);
+// The fields of a head's profile in the result schema beside its label, by name: the fractions
+// of rows whose largest weight is on each category, then the mean row statistics. One list for
+// the CLI's JSON and the bindings.
+std::vector<std::pair<const char*, double>> HeadProfileFractions(const HeadProfile& profile);
 
 // Profiles of every head of one forward pass: (L * H), index l * H + h. Pass the same vector
 // again with another sentence's activations to aggregate over many sentences.
@@ -198,6 +202,9 @@ class LoadedModel {
     return model_->LoadWordEmbeddingShard(data, size, index);
   }
   std::vector<int32_t> MissingShards(std::string_view text, int32_t max_length = 0) const;
+  // The same for a text already tokenized: the bindings hand that encoding on to AnalyzeEncoding,
+  // so that a text whose rows are fetched first is tokenized once.
+  std::vector<int32_t> MissingShards(const Encoding& encoding) const;
   // The all-rows file: every shard back to back (Model::LoadWordEmbeddingShards).
   Status LoadShards(const uint8_t* data, size_t size, int32_t* count = nullptr) {
     return model_->LoadWordEmbeddingShards(data, size, count);
@@ -234,5 +241,9 @@ class LoadedModel {
 // options.outputs asks. *out's buffers are reused from call to call.
 Status AnalyzeText(LoadedModel& model, std::string_view text, const AnalysisOptions& options,
                    SentenceAnalysis* out);
+// The same from the text's encoding, made by model.tokenizer() at
+// model.MaxLength(options.max_length) (AnalyzeText is this after Encode).
+Status AnalyzeEncoding(LoadedModel& model, Encoding encoding, const AnalysisOptions& options,
+                       SentenceAnalysis* out);
 
 }  // namespace attn

@@ -217,36 +217,45 @@ void Encoder::ValueNorms(const LayerWeights& w, float* norms) const {
   }
 }
 
+Status ForwardOptions::Check(const ModelConfig& c, const std::vector<int32_t>& ids,
+                             const Activations& previous) const {
+  const size_t head_count = size_t{c.num_hidden_layers} * c.num_attention_heads;
+  if (!removed_heads.empty() && removed_heads.size() != head_count) {
+    return Status::Error("the head mask has " + std::to_string(removed_heads.size()) +
+                         " entries, expected " + std::to_string(head_count) + " (layers x heads)");
+  }
+  if (first_layer < 0 || first_layer > static_cast<int32_t>(c.num_hidden_layers)) {
+    return Status::Error("first_layer " + std::to_string(first_layer) + " is outside [0, " +
+                         std::to_string(c.num_hidden_layers) + "]");
+  }
+  if (first_layer == 0) return Status::Ok();
+  // The heads removed before first_layer, as the resumed pass recorded them (0 or 1 each).
+  const size_t kept = static_cast<size_t>(first_layer) * c.num_attention_heads;
+  bool same_heads = previous.removed_heads.size() == head_count;
+  for (size_t k = 0; same_heads && k < kept; ++k) {
+    same_heads = previous.removed_heads[k] == ((k < removed_heads.size() && removed_heads[k] != 0) ? 1 : 0);
+  }
+  if (previous.ids != ids || previous.layers != static_cast<int32_t>(c.num_hidden_layers) ||
+      previous.heads != static_cast<int32_t>(c.num_attention_heads) ||
+      previous.hidden != static_cast<int32_t>(c.hidden_size) || !same_heads ||
+      (value_norms && previous.value_norms.size() != head_count * ids.size())) {
+    return Status::Error("a pass resumed at layer " + std::to_string(first_layer + 1) +
+                         " needs the activations of a pass over the same tokens with the same heads removed before it");
+  }
+  return Status::Ok();
+}
+
 Status Encoder::Forward(const std::vector<int32_t>& ids, Activations* out,
                         const ForwardOptions& options) {
   Status status = CheckIds(ids);
+  if (status.ok()) status = options.Check(model_.config(), ids, *out);
   if (!status.ok()) return status;
   const ModelConfig& c = model_.config();
   const size_t head_count = size_t{c.num_hidden_layers} * c.num_attention_heads;
-  if (!options.removed_heads.empty() && options.removed_heads.size() != head_count) {
-    return Status::Error("the head mask has " + std::to_string(options.removed_heads.size()) +
-                         " entries, expected " + std::to_string(head_count) + " (layers x heads)");
-  }
   const Index n = static_cast<Index>(ids.size());
   const int32_t first = options.first_layer;
   std::vector<uint8_t> flags(head_count, 0);
   for (size_t k = 0; k < options.removed_heads.size(); ++k) flags[k] = options.removed_heads[k] != 0;
-  if (first < 0 || first > static_cast<int32_t>(c.num_hidden_layers)) {
-    return Status::Error("first_layer " + std::to_string(first) + " is outside [0, " +
-                         std::to_string(c.num_hidden_layers) + "]");
-  }
-  if (first > 0) {
-    const size_t kept = static_cast<size_t>(first) * c.num_attention_heads;
-    const Activations& previous = *out;
-    if (previous.ids != ids || previous.layers != static_cast<int32_t>(c.num_hidden_layers) ||
-        previous.heads != static_cast<int32_t>(c.num_attention_heads) ||
-        previous.hidden != static_cast<int32_t>(c.hidden_size) || previous.removed_heads.size() != head_count ||
-        !std::equal(flags.begin(), flags.begin() + static_cast<std::ptrdiff_t>(kept), previous.removed_heads.begin()) ||
-        (options.value_norms && previous.value_norms.size() != head_count * static_cast<size_t>(n))) {
-      return Status::Error("a pass resumed at layer " + std::to_string(first + 1) +
-                           " needs the activations of a pass over the same tokens with the same heads removed before it");
-    }
-  }
   Resize(static_cast<int32_t>(n), out);
   Activations& a = *out;
   a.ids = ids;

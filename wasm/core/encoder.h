@@ -81,6 +81,11 @@ struct ForwardOptions {
   // the one a full pass gives, bit for bit: a caller that removes one head after another (the
   // contribution study) saves the layers in front of it. 0: the whole pass.
   int32_t first_layer = 0;
+
+  // Whether these options can run over `ids` with a model of config `c`: a head mask of L * H
+  // entries or none, first_layer in [0, L], and for a resumed pass, `previous` (the activations
+  // it resumes) a pass over the same ids with the same heads removed before first_layer.
+  Status Check(const ModelConfig& c, const std::vector<int32_t>& ids, const Activations& previous) const;
 };
 
 class Encoder {

@@ -193,12 +193,19 @@ export class AttentionEngine {
   // of them are missing and the manifest names the all-rows file, that one file comes instead of
   // hundreds of requests. A shard is cached only after the core accepted it. A no-op for a
   // single model file.
+  // The shards of the split model that the text's tokens need and the core does not hold yet,
+  // in increasing order (none for a single model file). The core keeps the text's encoding for
+  // its analysis, which then does not tokenize it again.
+  missingShards(text) {
+    return this._shards ? Array.from(this._nativeCall('missingShards', text, 0)) : [];
+  }
+
   async ensureRows(text, { all = false, onProgress = () => {} } = {}) {
     if (!this._shards) return;
     checkText(text ?? '', this.info);
     const missing = all
       ? Array.from({ length: this._shards.count }, (_, k) => k).filter((k) => !this._loadedShards.has(k))
-      : Array.from(this._nativeCall('missingShards', text, 0));
+      : this.missingShards(text);
     if (all && this._shards.all && missing.length > this._shards.count / 2) {
       // Figures that predict at once share one download (a failed one is tried afresh next time).
       this._allRows ??= this.loadAllRows(onProgress).catch((error) => {
