@@ -2,7 +2,7 @@
 // modules read at import time and when an element upgrades. Import this module before any
 // widget module. The example of the shipped default model (web/examples/, written by the site
 // build) gives the figures a real analysis without the engine.
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Window } from 'happy-dom';
@@ -20,17 +20,22 @@ globalThis.cancelAnimationFrame = window.cancelAnimationFrame.bind(window);
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-// The default model's precomputed example (its JSON), or a clear failure naming the step that
-// makes it.
+// A precomputed example of the shipped default model (the site build's web/examples/ file for
+// it, copied into tests/fixtures/widgets/example.json), so that these tests need no site build.
+// The widgets read it through resultFromExample as they read the site's own examples;
+// scripts/site/make_examples.mjs writes the same format, and `node tests/js/dom_shim.mjs --update`
+// copies the current site build's example over it.
+const FIXTURE = join(root, 'tests', 'fixtures', 'widgets', 'example.json');
 export function defaultExample() {
+  return JSON.parse(readFileSync(FIXTURE, 'utf8'));
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '--update') {
   const manifest = JSON.parse(readFileSync(join(root, 'web', 'models', 'manifest.json'), 'utf8'));
-  const sha = manifest.models[manifest.default].sha256;
-  const path = join(root, 'web', 'examples', `${sha}.json`);
-  try {
-    return JSON.parse(readFileSync(path, 'utf8'));
-  } catch (error) {
-    throw new Error(`${path} is missing (${error.code}); build the site first: node scripts/site/build_site.mjs`);
-  }
+  const built = join(root, 'web', 'examples', `${manifest.models[manifest.default].sha256}.json`);
+  writeFileSync(FIXTURE, readFileSync(built));
+  console.log(`dom_shim: ${FIXTURE} is now ${built}`);
+  await closeWindow();
 }
 
 // console.warn calls made while `work` runs, as strings (the widgets warn each attribute note).

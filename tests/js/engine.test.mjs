@@ -339,11 +339,12 @@ describe('the widgets\u2019 engine (getEngine): one API wherever it runs', () =>
 
   test('an engine that trapped is forgotten: its calls fail with the trap\u2019s message, and the next request loads a fresh one', async () => {
     resetSharedEngine();
-    const opts = options();
+    // The test build (scripts/build.sh wasm-test: ATTN_TEST_HOOKS) traps for real on trap().
+    const opts = { ...options(), engineUrl: pathToFileURL(`${join(root, 'build', 'wasm-test')}/`).href };
     const client = await getEngine(opts);
-    const engine = client._host.engines.get(client._id);
-    engine._native.analyze = () => { throw new Error('RuntimeError: unreachable'); };
-    await assert.rejects(client.analyze('this traps'), (error) => error.kind === 'engine' && /engine failed \(RuntimeError: unreachable\)/.test(error.message));
+    assert.ok((await client.analyze('before the trap')).n > 2);
+    await assert.rejects(client.trap(), (error) => error.kind === 'engine' && /engine failed \((RuntimeError: )?unreachable\)/.test(error.message));
+    assert.equal(client.failed, true);
     await assert.rejects(client.analyze('and this too'), (error) => error.kind === 'engine');
     const fresh = await getEngine(opts);
     assert.notEqual(fresh, client);
@@ -356,7 +357,7 @@ describe('the widgets\u2019 engine (getEngine): one API wherever it runs', () =>
     const direct = await createEngine(options());
     assert.equal(direct.hasTestHooks, false, 'build/wasm has Engine.trap: ATTN_TEST_HOOKS is on in the release preset');
     const client = await getEngine(options());
-    await assert.rejects(client._call('trap', {}), (error) => error.kind === 'input' && /no test hooks/.test(error.message));
+    await assert.rejects(client.trap(), (error) => error.kind === 'input' && /no test hooks/.test(error.message));
     assert.equal(client.failed, false);
     assert.ok((await client.analyze('still fine')).n > 2);
     resetSharedEngine();

@@ -1,7 +1,7 @@
 // The widgets' own logic in Node, under a DOM shim (happy-dom; tests/js/dom_shim.mjs): the one
 // registry of figures, attribute mistakes said visibly and on the console, the token chips, the
 // snippet attributes and the iframe height, and subscriptions undone when a figure leaves the
-// page. Needs the site build's example of the default model (web/examples/).
+// page. Reads a committed example of the default model (tests/fixtures/widgets/example.json).
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 
