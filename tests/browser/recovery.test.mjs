@@ -45,7 +45,7 @@ describe('recovery from a trap of the engine', { timeout: 300000 }, () => {
     const trapped = await page.evaluate(async () => {
       const engine = await (await import('/engine/engine.js')).getEngine();
       try {
-        await engine._call('trap', {});
+        await engine.trap();
         return { threw: false };
       } catch (error) {
         return { threw: true, kind: error.kind, message: error.message, failed: engine.failed };
@@ -124,13 +124,37 @@ describe('recovery from a trap of the engine', { timeout: 300000 }, () => {
     assert.deepEqual(errors, []);
     await context.close();
   });
+  test('a post\u2019s own sentence recovers from a trap too: the post\u2019s ViewLoop starts a fresh engine and draws the next sentence', async () => {
+    const { page, context, errors } = await site.open('heads.html');
+    await page.locator('#yours[data-ready="true"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
+    const trapped = await page.evaluate(async () => {
+      const engine = await (await import('/engine/engine.js')).getEngine();
+      try {
+        await engine.trap();
+        return false;
+      } catch (error) {
+        return error.kind === 'engine' && engine.failed;
+      }
+    });
+    assert.equal(trapped, true, 'the trap did not end the engine');
+    const next = 'A fresh engine answers the post.';
+    await page.fill('#yours input#sentence', next);
+    await page.press('#yours input#sentence', 'Enter');
+    await page.waitForFunction((text) => document.getElementById('yours').dataset.sentence === text, next, { timeout: LOAD_TIMEOUT_MS });
+    assert.equal(await page.locator('#status').getAttribute('data-state'), 'live');
+    const fresh = await page.evaluate(async () => (await (await import('/engine/engine.js')).getEngine()).failed);
+    assert.equal(fresh, false);
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
   test('a figure on its own (the iframe form) recovers from a trap too, keeping its last sentence meanwhile', async () => {
     const { page, context, errors } = await site.open('embed.html?widget=row&sentence=The+cat+sat+on+the+mat.&word=cat');
     await page.locator('attention-row .status[data-mode="live"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
     const trapped = await page.evaluate(async () => {
       const engine = await (await import('/engine/engine.js')).getEngine();
       try {
-        await engine._call('trap', {});
+        await engine.trap();
         return false;
       } catch (error) {
         return error.kind === 'engine' && engine.failed;

@@ -7,7 +7,7 @@
 import { loadSetStatistics } from '../engine/sets.js';
 import { DEFAULT_MANIFEST_URL, loadManifest } from '../engine/engine.js';
 import { keepForOffline } from '../offline.js';
-import { EngineSession } from '../runtime/session.js';
+import { EngineSession, ViewLoop } from '../runtime/session.js';
 import { readHash, writeHash } from '../runtime/state.js';
 import { refuseLongPastes, textRefusal } from '../widgets/sentence-box.js';
 import { Latest } from '../widgets/view.js';
@@ -19,27 +19,41 @@ import { fmt, headShort, progressText, thousands } from '../widgets/format.js';
 export { fillFacts, Latest, readHash, writeHash };
 
 // The engine, with the download's progress and the model's description in `status` (an element);
-// a failure says so there with a button that tries again. Resolves once the engine is ready.
+// a failure says so there with a button that tries again. Resolves once the engine is ready with
+// {engine, model, loop}: loop is the post's ViewLoop (web/runtime/session.js) for the reader's
+// own sentence. After a trap the session starts a new engine (status says so meanwhile) and then
+// calls loop.onRestart, which the post sets to draw the reader's sentence again.
 export function loadEngine(status) {
   return new Promise((resolve) => {
     const say = (text, state, retry = null) => {
       status.replaceChildren(text, ...(retry ? [' ', h('button', { type: 'button', text: 'Retry', on: { click: retry } })] : []));
       status.dataset.state = state;
     };
+    const live = (engine) => say(`Computed in your browser by ${modelPhrase(describeModel(engine.info))}.`, 'live');
+    let loop = null;
+    let restarting = false;
+    const session = new EngineSession({
+      onChange: (s) => {
+        if (s.error) {
+          say(`The model did not load: ${s.error.message}`, 'error', attempt);
+        } else if (!s.engine) {
+          restarting ||= Boolean(s.restarting);
+          say(s.restarting ?? progressText(s.progress), 'loading');
+        } else if (restarting) {
+          restarting = false;
+          live(s.engine);
+          loop?.onRestart?.();
+        }
+      },
+    });
     const attempt = async () => {
       const engine = await session.start();
       if (!engine) return;
-      const model = describeModel(engine.info);
-      say(`Computed in your browser by ${modelPhrase(model)}.`, 'live');
-      resolve({ engine, model });
+      live(engine);
+      loop ??= new ViewLoop(session, { channel: 'post' });
+      resolve({ engine, model: describeModel(engine.info), loop });
       loadManifest(DEFAULT_MANIFEST_URL).then(keepForOffline, () => {});
     };
-    const session = new EngineSession({
-      onChange: (s) => {
-        if (s.error) say(`The model did not load: ${s.error.message}`, 'error', attempt);
-        else if (!s.engine) say(progressText(s.progress), 'loading');
-      },
-    });
     attempt();
   });
 }
@@ -157,11 +171,11 @@ export function sentenceForm({ value, label = 'Your sentence', onSubmit, keeps =
 
 // The reader's own sentence in a post: a sentence box bound to the hash's `s` (default: the first
 // sentence of the set), and that sentence's analysis. An empty submission is refused in `error`
-// (sentenceForm's; the caller shows it); a refused analysis puts the engine's message in `slot`. Returns null
-// when there is nothing to draw, or when a newer call with the same `latest` (a Latest) has taken over.
-export async function analyzeReadersSentence({ engine, hash, slot, redraw, latest, fallback }) {
-  const ticket = latest.next();
-  const current = () => latest.current(ticket);
+// (sentenceForm's; the caller shows it); a refused analysis puts the engine's message in `slot`.
+// The analysis goes through the post's ViewLoop (`loop`, from loadEngine). Returns null when there
+// is nothing to draw: a refusal, a newer call that took over, or a trap (the loop's engine
+// restarts and loop.onRestart draws again).
+export async function analyzeReadersSentence({ loop, hash, slot, redraw, fallback }) {
   const sentence = readHash(hash).s ?? fallback;
   const { form, error } = sentenceForm({
     value: sentence,
@@ -170,12 +184,11 @@ export async function analyzeReadersSentence({ engine, hash, slot, redraw, lates
       redraw();
     },
   });
-  let result;
-  try {
-    result = await engine.analyze(sentence);
-  } catch (e) {
-    if (current()) replaceKeepingFocus(slot, form, h('p.error-line', { role: 'status', text: e.message }));
+  const view = await loop.view(true, { sentence, selection: { token: -1, layer: -1, head: -1 }, wordText: '' });
+  if (!view) return null;
+  if (!view.result || view.inputError) {
+    replaceKeepingFocus(slot, form, h('p.error-line', { role: 'status', text: view.inputError ?? view.error?.message ?? '' }));
     return null;
   }
-  return current() ? { sentence, form, error, result } : null;
+  return { sentence, form, error, result: view.result };
 }

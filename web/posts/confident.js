@@ -11,7 +11,7 @@ import '../widgets/attention-compare.js';
 import { SENTENCE_SET } from './sentences.js';
 import {
   analyzeAll, countWord, fillFacts, fmt, h, headLabel, headShort, labelChip, loadEngine, percent, readHash,
-  share, analyzeReadersSentence, Latest, replaceKeepingFocus, scrollBox, summedCounts,
+  share, analyzeReadersSentence, replaceKeepingFocus, scrollBox, summedCounts,
 } from './common.js';
 import { attentionRow, ROLE, rowStat } from '../engine/result.js';
 import { rowRelation, SELECTION_RULE, sharpestAndBroadest } from '../widgets/data.js';
@@ -102,7 +102,7 @@ function wordTable(result, rows, selected) {
 }
 
 async function main() {
-  const { engine } = await loadEngine(status);
+  const { engine, loop } = await loadEngine(status);
   const results = await analyzeAll(engine, SENTENCE_SET);
   const perSentence = results.map(confidentHeads);
   const all = perSentence.flat();
@@ -180,15 +180,15 @@ async function main() {
       h('td', { text: percent(w.previous) })))))),
   h('p.note', { text: `Label: the engine\u2019s label for the head over the first sentence. The two shares are over the set\u2019s ${winners[0]?.words ?? 0} word rows, each counted only where the word has a next (previous) token in the sentence.` }));
   winnersSlot.dataset.ready = 'true';
-  await drawYours(engine);
-  addEventListener('hashchange', () => drawYours(engine));
+  loop.onRestart = () => drawYours(loop);
+  await drawYours(loop);
+  addEventListener('hashchange', () => drawYours(loop));
 }
 
-const yours = new Latest();
-async function drawYours(engine) {
+async function drawYours(loop) {
   const state = readHash(HASH);
   const mine = await analyzeReadersSentence({
-    engine, hash: HASH, slot: yoursSlot, redraw: () => drawYours(engine), latest: yours, fallback: SENTENCE_SET[0],
+    loop, hash: HASH, slot: yoursSlot, redraw: () => drawYours(loop), fallback: SENTENCE_SET[0],
   });
   if (!mine) return;
   const { sentence, form, error, result } = mine;

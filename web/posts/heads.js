@@ -10,7 +10,7 @@ import '../runtime/standalone.js';
 import '../widgets/attention-heads.js';
 import {
   countWord, fillFacts, fmt, h, headLabel, headShort, labelChip, loadEngine, loadSetStatistics, partitionPercents, percent,
-  analyzeReadersSentence, Latest, pageFidelity, POSITIONAL, replaceKeepingFocus, scrollBox, share, withInterval,
+  analyzeReadersSentence, pageFidelity, POSITIONAL, replaceKeepingFocus, scrollBox, share, withInterval,
 } from './common.js';
 import { ROLE } from '../engine/result.js';
 import { PRESETS } from '../content.js';
@@ -140,16 +140,16 @@ async function main() {
   const setDrawn = drawSet().catch((error) => {
     setTable.replaceChildren(h('p.error-line', { role: 'status', text: error.message }));
   });
-  const { engine } = await loadEngine(status);
+  const { loop } = await loadEngine(status);
   await setDrawn;
-  await drawYours(engine);
-  addEventListener('hashchange', () => drawYours(engine));
+  loop.onRestart = () => drawYours(loop);
+  await drawYours(loop);
+  addEventListener('hashchange', () => drawYours(loop));
 }
 
-const yours = new Latest();
-async function drawYours(engine) {
+async function drawYours(loop) {
   const mine = await analyzeReadersSentence({
-    engine, hash: HASH, slot: yoursSlot, redraw: () => drawYours(engine), latest: yours, fallback: PRESETS[0],
+    loop, hash: HASH, slot: yoursSlot, redraw: () => drawYours(loop), fallback: PRESETS[0],
   });
   if (!mine) return;
   const { sentence, form, error, result } = mine;
