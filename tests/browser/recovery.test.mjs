@@ -19,6 +19,18 @@ const LOAD_TIMEOUT_MS = 90000;
 
 let site;
 
+// Traps the page's engine for real (the test build's trap()): true when the request failed as an
+// engine error and the engine says it failed.
+const trapPageEngine = (page) => page.evaluate(async () => {
+  const engine = await (await import('/engine/engine.js')).getEngine();
+  try {
+    await engine.trap();
+    return false;
+  } catch (error) {
+    return error.kind === 'engine' && engine.failed;
+  }
+});
+
 before(async () => {
   site = await startSite(web, { testEngine: true });
 });
@@ -124,18 +136,11 @@ describe('recovery from a trap of the engine', { timeout: 300000 }, () => {
     assert.deepEqual(errors, []);
     await context.close();
   });
+
   test('a post\u2019s own sentence recovers from a trap too: the post\u2019s ViewLoop starts a fresh engine and draws the next sentence', async () => {
     const { page, context, errors } = await site.open('heads.html');
     await page.locator('#yours[data-ready="true"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
-    const trapped = await page.evaluate(async () => {
-      const engine = await (await import('/engine/engine.js')).getEngine();
-      try {
-        await engine.trap();
-        return false;
-      } catch (error) {
-        return error.kind === 'engine' && engine.failed;
-      }
-    });
+    const trapped = await trapPageEngine(page);
     assert.equal(trapped, true, 'the trap did not end the engine');
     const next = 'A fresh engine answers the post.';
     await page.fill('#yours input#sentence', next);
@@ -151,15 +156,7 @@ describe('recovery from a trap of the engine', { timeout: 300000 }, () => {
   test('a figure on its own (the iframe form) recovers from a trap too, keeping its last sentence meanwhile', async () => {
     const { page, context, errors } = await site.open('embed.html?widget=row&sentence=The+cat+sat+on+the+mat.&word=cat');
     await page.locator('attention-row .status[data-mode="live"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
-    const trapped = await page.evaluate(async () => {
-      const engine = await (await import('/engine/engine.js')).getEngine();
-      try {
-        await engine.trap();
-        return false;
-      } catch (error) {
-        return error.kind === 'engine' && engine.failed;
-      }
-    });
+    const trapped = await trapPageEngine(page);
     assert.equal(trapped, true, 'the trap did not end the engine');
     const next = 'A new engine draws this sentence.';
     await page.evaluate((text) => document.querySelector('attention-row').setAttribute('sentence', text), next);
