@@ -235,11 +235,10 @@ describe('the engine in a worker', { timeout: 300000 }, () => {
         vocabulary: [],
         trap: [],
       };
-      const method = { memory: 'memoryInfo' };
       const plain = (value) => JSON.parse(JSON.stringify(value, (key, v) => (ArrayBuffer.isView(v) ? Array.from(v) : v)));
       const out = { ops: Object.keys(engine.OPERATIONS), differ: [], refused: [] };
       for (const op of out.ops) {
-        const name = method[op] ?? op;
+        const name = engine.OPERATIONS[op].method ?? op;
         const answers = [];
         // The client's method for the operation (made from the table), and the table's host
         // side run on the page's own engine with the arguments the table names.

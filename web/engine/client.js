@@ -332,13 +332,14 @@ export class EngineClient {
 }
 
 // The rest of EngineClient's methods come from the operation table (./protocol.js): one method
-// per operation, its parameters as declared there, a text checked here before it is sent, and
-// the call made in the host. analyze, memoryInfo and vocabulary above are written out: the first
-// queues, memoises and supersedes, the second adds the memo's figures, the third is fetched once.
-const WRITTEN_OUT = { analyze: 'analyze', memory: 'memoryInfo', vocabulary: 'vocabulary' };
+// per operation, named as the table says, its parameters as declared there, a text checked here
+// before it is sent, and the call made in the host. The methods the class writes out itself
+// are kept: analyze queues, memoises and supersedes, memoryInfo adds the memo's figures,
+// vocabulary is fetched once.
 for (const [op, spec] of Object.entries(OPERATIONS)) {
-  if (Object.hasOwn(WRITTEN_OUT, op)) continue;
-  Object.defineProperty(EngineClient.prototype, op, {
+  const name = spec.method ?? op;
+  if (Object.hasOwn(EngineClient.prototype, name)) continue;
+  Object.defineProperty(EngineClient.prototype, name, {
     configurable: true,
     writable: true,
     value: async function operation(...values) {

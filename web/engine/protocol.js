@@ -13,8 +13,9 @@ import { EngineError } from './errors.js';
 // default]; or, last, an options object {name: default}), whether its first is a text the client
 // checks before sending (`text`), which word-embedding rows a split model fetches first (`rows`:
 // the text's, or 'all' for the masked-LM head, which scores the whole vocabulary), and, where
-// the AttentionEngine method is not the same call, what a host does (`run`). EngineClient's
-// methods (./client.js) are made from this table; a host runs an operation with the same named
+// the method of AttentionEngine and EngineClient is named otherwise, its name (`method`), and
+// where it is not the same call at all, what a host does (`run`). EngineClient's methods
+// (./client.js) are made from this table; a host runs an operation with the same named
 // arguments, which the worker's messages carry.
 export const OPERATIONS = Object.freeze({
   // the analysis (web/engine/result.js reads it); the client queues, memoises and supersedes
@@ -28,7 +29,7 @@ export const OPERATIONS = Object.freeze({
   // what the split layout has fetched: {requests, bytes, loaded, count, total}
   shardStats: { params: [], run: (engine) => engine.shardSummary },
   // the core's memory ({allocated_bytes, heap_bytes}) and the memo's
-  memory: { params: [], run: (engine) => engine.memoryInfo() },
+  memory: { params: [], method: 'memoryInfo' },
   // the tokenizer alone ({tokens, truncated, full_length}), for one text and for many (ids only)
   tokenize: { params: ['text', ['maxLength', 0]], text: true },
   tokenizeMany: { params: ['texts', ['maxLength', 0]] },
@@ -67,7 +68,7 @@ export async function runEngineOperation(engine, op, args) {
   if (!Object.hasOwn(OPERATIONS, op)) throw new EngineError('engine', `Unknown engine operation ${op}.`);
   const spec = OPERATIONS[op];
   if (spec.rows) await engine.ensureRows(args.text, { all: spec.rows === 'all' });
-  return spec.run ? spec.run(engine, args) : engine[op](...operationValues(op, args));
+  return spec.run ? spec.run(engine, args) : engine[spec.method ?? op](...operationValues(op, args));
 }
 
 // What a host (LocalHost here, or the worker) does with a request for its engine `id`: `close`

@@ -21,7 +21,7 @@ import { ATTRIBUTES, FIGURES, parseAttribute, reserveCss, SOURCE_ATTRIBUTES, TAG
 
 export { ATTRIBUTES, FIGURES, TAGS };
 // The newest-request rule, for the figures' modules that import it from here.
-export { Latest, truncationNote };
+export { Latest };
 
 // Defines a figure's element once, however many copies of the widgets a page loads (the
 // article's modules and the embedding bundle may meet in one page). The element observes exactly
