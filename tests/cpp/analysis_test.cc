@@ -2,6 +2,7 @@
 // hand, head-profile labels on synthetic heads built to be each kind, and AnalyzeText against
 // the same steps taken one by one.
 #include "core/analysis.h"
+#include "core/sentence_set.h"
 
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "test_model_writer.h"
@@ -496,6 +498,138 @@ TEST_F(AnalyzeTextTest, ValueNormsAreTheValuesCarriedThroughTheOutputProjection)
   // Not asked for: not computed.
   ASSERT_TRUE(AnalyzeText(*model_, text, AnalysisOptions(), &analysis).ok());
   EXPECT_TRUE(analysis.activations.value_norms.empty());
+}
+
+TEST_F(AnalyzeTextTest, ValuesAndContextsAreWhatTheOutputProjectionMixes) {
+  const std::string text = "a dog ran on the mat";
+  AnalysisOptions options;
+  options.outputs = kOutputValues;
+  SentenceAnalysis analysis;
+  ASSERT_TRUE(AnalyzeText(*model_, text, options, &analysis).ok());
+  const Activations& a = analysis.activations;
+  const int32_t n = a.tokens, d = a.hidden, H = a.heads, dh = d / H;
+  ASSERT_EQ(a.values.size(), static_cast<size_t>(a.layers) * n * d);
+  ASSERT_EQ(a.contexts.size(), a.values.size());
+  // By hand, in double: v_j = x_j W_v^T + b_v, and head h's context of token i is
+  // sum_j a_ij v_j over the head's columns.
+  const Weights& w = model_->model().weights();
+  double worst_value = 0, worst_context = 0;
+  for (int32_t l = 0; l < a.layers; ++l) {
+    const LayerWeights& lw = w.layers[static_cast<size_t>(l)];
+    std::vector<double> v(static_cast<size_t>(n) * d);
+    for (int32_t j = 0; j < n; ++j) {
+      for (int32_t r = 0; r < d; ++r) {
+        double sum = lw.value_bias(r);
+        for (int32_t c = 0; c < d; ++c) sum += double{lw.value_weight(r, c)} * a.HiddenState(l)(j, c);
+        v[static_cast<size_t>(j) * d + r] = sum;
+        worst_value = std::max(worst_value, std::fabs(sum - a.values[(static_cast<size_t>(l) * n + j) * d + r]));
+      }
+    }
+    for (int32_t h = 0; h < H; ++h) {
+      const ConstMatrixMap p = a.Attention(l, h);
+      for (int32_t i = 0; i < n; ++i) {
+        for (int32_t c = h * dh; c < (h + 1) * dh; ++c) {
+          double sum = 0;
+          for (int32_t j = 0; j < n; ++j) sum += double{p(i, j)} * v[static_cast<size_t>(j) * d + c];
+          worst_context = std::max(worst_context, std::fabs(sum - a.contexts[(static_cast<size_t>(l) * n + i) * d + c]));
+        }
+      }
+    }
+  }
+  constexpr double kTolerance = 1e-5;  // absolute, float32 sums of length d
+  std::printf("values: max |diff| %.3g, contexts: %.3g (tol %.0e)\n", worst_value, worst_context, kTolerance);
+  EXPECT_LE(worst_value, kTolerance);
+  EXPECT_LE(worst_context, kTolerance);
+  ASSERT_TRUE(AnalyzeText(*model_, text, AnalysisOptions(), &analysis).ok());
+  EXPECT_TRUE(analysis.activations.values.empty());
+  EXPECT_TRUE(analysis.activations.contexts.empty());
+}
+
+TEST_F(AnalyzeTextTest, MeanAblationReplacesAHeadsContextByItsMean) {
+  const std::vector<std::string> sentences = {"a dog ran on the mat", "the cat sat."};
+  std::vector<float> means;
+  int64_t tokens = 0;
+  ASSERT_TRUE(MeanHeadContexts(*model_, sentences, &means, &tokens).ok());
+  const ModelConfig& c = model_->model().config();
+  const int32_t L = static_cast<int32_t>(c.num_hidden_layers), H = static_cast<int32_t>(c.num_attention_heads);
+  const int32_t d = static_cast<int32_t>(c.hidden_size), dh = d / H;
+  ASSERT_EQ(means.size(), static_cast<size_t>(L) * H * dh);
+  // The mean by hand over both sentences' contexts, every token.
+  std::vector<double> sums(means.size(), 0.0);
+  int64_t count = 0;
+  AnalysisOptions options;
+  options.outputs = kOutputValues;
+  SentenceAnalysis analysis;
+  for (const std::string& s : sentences) {
+    ASSERT_TRUE(AnalyzeText(*model_, s, options, &analysis).ok());
+    const Activations& a = analysis.activations;
+    for (int32_t l = 0; l < L; ++l) {
+      for (int32_t i = 0; i < a.tokens; ++i) {
+        for (int32_t k = 0; k < d; ++k) sums[static_cast<size_t>(l) * d + k] += a.contexts[(static_cast<size_t>(l) * a.tokens + i) * d + k];
+      }
+    }
+    count += a.tokens;
+  }
+  EXPECT_EQ(tokens, count);
+  for (size_t k = 0; k < means.size(); ++k) EXPECT_NEAR(means[k], sums[k] / static_cast<double>(count), 1e-6);
+
+  // Layer 2's head 3 replaced by its mean: its slice of every token's context is the mean, the
+  // other heads' slices are those of the plain pass, and what follows changes.
+  ASSERT_TRUE(AnalyzeText(*model_, sentences[0], options, &analysis).ok());
+  const Activations plain = analysis.activations;
+  const int32_t n = plain.tokens;
+  const size_t k = static_cast<size_t>(1) * H + 2;
+  ForwardOptions forward;
+  forward.values = true;
+  forward.removed_heads.assign(static_cast<size_t>(L) * H, 0);
+  forward.removed_heads[k] = 1;
+  forward.replacements = means;
+  Activations replaced;
+  ASSERT_TRUE(model_->encoder().Forward(plain.ids, &replaced, forward).ok());
+  EXPECT_TRUE(replaced.replaced);
+  for (int32_t i = 0; i < n; ++i) {
+    for (int32_t col = 0; col < d; ++col) {
+      const size_t at = (static_cast<size_t>(1) * n + i) * d + col;
+      const bool in_head = col >= 2 * dh && col < 3 * dh;
+      EXPECT_EQ(replaced.contexts[at], in_head ? means[k * dh + (col - 2 * dh)] : plain.contexts[at]) << i << "," << col;
+    }
+  }
+  EXPECT_NE(replaced.hidden_states, plain.hidden_states);
+  // Replacing by zeros is the head mask (zero-ablation), bit for bit.
+  forward.replacements.assign(means.size(), 0.0f);
+  Activations zeroed, masked;
+  ASSERT_TRUE(model_->encoder().Forward(plain.ids, &zeroed, forward).ok());
+  forward.replacements.clear();
+  ASSERT_TRUE(model_->encoder().Forward(plain.ids, &masked, forward).ok());
+  EXPECT_FALSE(masked.replaced);
+  EXPECT_EQ(zeroed.hidden_states, masked.hidden_states);
+  // A resumed pass must have been replaced the same way, and a replacement of the wrong size
+  // or with a non-finite value is refused.
+  forward.first_layer = 2;
+  Status status = model_->encoder().Forward(plain.ids, &zeroed, forward);
+  EXPECT_FALSE(status.ok());
+  EXPECT_HAS(status.message(), "same heads removed");
+  forward.first_layer = 0;
+  forward.replacements.assign(3, 0.0f);
+  status = model_->encoder().Forward(plain.ids, &zeroed, forward);
+  EXPECT_HAS(status.message(), "head replacements have 3 values");
+  forward.replacements = means;
+  forward.replacements[5] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_HAS(model_->encoder().Forward(plain.ids, &zeroed, forward).message(), "not a finite number");
+}
+
+TEST_F(AnalyzeTextTest, PositionClassesSayWhatPrecedesAndFollowsAToken) {
+  SentenceAnalysis analysis;
+  ASSERT_TRUE(AnalyzeText(*model_, "cat, dog sat.", AnalysisOptions(), &analysis).ok());
+  // [CLS] cat , dog sat . [SEP]
+  ASSERT_EQ(analysis.tokens(), 7);
+  EXPECT_EQ(PositionClass(analysis, 1), 0 * 3 + 0);  // after [CLS], before punctuation
+  EXPECT_EQ(PositionClass(analysis, 3), 1 * 3 + 2);  // after punctuation, before a token
+  EXPECT_EQ(PositionClass(analysis, 4), 2 * 3 + 0);  // after a token, before punctuation
+  EXPECT_EQ(PositionClass(analysis, 5), 2 * 3 + 1);  // the full stop: before [SEP]
+  EXPECT_EQ(PositionClassName(0), "after [CLS], before punctuation");
+  EXPECT_EQ(PositionClassName(8), "after another token, before another token");
+  EXPECT_EQ(PositionClassName(9), "unknown");
 }
 
 TEST(LoadedModelTest, RefusesAModelWhoseLongestSentenceWouldExceedTheActivationBudget) {

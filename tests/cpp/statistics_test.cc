@@ -80,6 +80,32 @@ TEST(StatisticsTest, AgreementNullKeepsBothDistributions) {
   EXPECT_NEAR(perfect.p_value, 1.0 / 24.0, 0.015);
 }
 
+TEST(StatisticsTest, AgreementNullCanKeepAClassOfEachItem) {
+  // Two classes, each agreeing perfectly with itself: class 0 always picks 0, class 1 always
+  // picks 1. Ignoring classes, chance gives (2*2 + 2*2) / 4 = 2 of the 4 agreements; keeping
+  // them, every shuffle within a class agrees as observed: expected 4, p = 1.
+  const std::vector<int32_t> a = {0, 0, 1, 1}, b = {0, 0, 1, 1}, classes = {7, 7, 3, 3};
+  const stats::Agreement plain = stats::AgreementWithNull(a, b, 1000, 5);
+  const stats::Agreement kept = stats::AgreementWithNull(a, b, 1000, 5, classes);
+  EXPECT_EQ(plain.observed, 4);
+  EXPECT_DOUBLE_EQ(plain.expected, 2.0);
+  EXPECT_LT(plain.p_value, 0.3);  // 4 of 4 in 1 of the 6 distinct pairings
+  EXPECT_EQ(kept.observed, 4);
+  EXPECT_DOUBLE_EQ(kept.expected, 4.0);
+  EXPECT_DOUBLE_EQ(kept.p_value, 1.0);
+  // Class by class: {0, 1} x {0, 1} gives 1 of 2, {2, 2, 5} x {2, 5, 2} gives (2*2 + 1*1)/3.
+  const stats::Agreement mixed =
+      stats::AgreementWithNull({0, 1, 2, 2, 5}, {0, 1, 2, 5, 2}, 100, 5, {0, 0, 1, 1, 1});
+  EXPECT_EQ(mixed.observed, 3);
+  EXPECT_DOUBLE_EQ(mixed.expected, 1.0 + 5.0 / 3.0);
+  // One class for every item is no class at all: the same shuffles, the same p-value.
+  const std::vector<int32_t> x = {0, 1, 2, 3, 0, 1, 2, 3, 1, 1}, y = {0, 1, 2, 0, 0, 2, 2, 3, 1, 0};
+  const stats::Agreement none = stats::AgreementWithNull(x, y, 500, 9);
+  const stats::Agreement one = stats::AgreementWithNull(x, y, 500, 9, std::vector<int32_t>(x.size(), 4));
+  EXPECT_DOUBLE_EQ(none.expected, one.expected);
+  EXPECT_DOUBLE_EQ(none.p_value, one.p_value);
+}
+
 TEST(StatisticsTest, ClusterResamplesDrawWholeSentences) {
   stats::BootstrapOptions options;
   options.resamples = 50;

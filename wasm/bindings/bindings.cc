@@ -96,8 +96,9 @@ class Engine {
     return info;
   }
 
-  // outputs: the OUTPUT_* bits of the large arrays wanted (hidden states, queries, keys); row
-  // statistics and head profiles always come. max_length <= 0 means the model's maximum.
+  // outputs: the OUTPUT_* bits of the large arrays wanted (hidden states, queries, keys, value
+  // norms, values with the heads' contexts); row statistics and head profiles always come.
+  // max_length <= 0 means the model's maximum.
   val Analyze(const std::string& text, int max_length, int outputs) {
     return AnalyzeAblated(text, max_length, outputs, "");
   }
@@ -109,7 +110,8 @@ class Engine {
     attn::AnalysisOptions options;
     options.max_length = max_length;
     options.outputs = attn::kDefaultOutputs | (static_cast<uint32_t>(outputs) &
-        (attn::kOutputHiddenStates | attn::kOutputQueries | attn::kOutputKeys | attn::kOutputValueNorms));
+        (attn::kOutputHiddenStates | attn::kOutputQueries | attn::kOutputKeys | attn::kOutputValueNorms |
+         attn::kOutputValues));
     attn::Status status = attn::ParseHeadList(removed, loaded_->model().config(), &options.removed_heads);
     if (status.ok()) status = AnalyzeInto(text, options);
     if (!status.ok()) return ErrorObject(status.message());
@@ -135,6 +137,10 @@ class Engine {
     if (options.outputs & attn::kOutputQueries) result.set("queries", View(a.queries));
     if (options.outputs & attn::kOutputKeys) result.set("keys", View(a.keys));
     if (options.outputs & attn::kOutputValueNorms) result.set("value_norms", View(a.value_norms));
+    if (options.outputs & attn::kOutputValues) {
+      result.set("values", View(a.values));
+      result.set("contexts", View(a.contexts));
+    }
     result.set("removed_heads", View(a.removed_heads));
     return result;
   }
@@ -330,6 +336,7 @@ EMSCRIPTEN_BINDINGS(attention_engine) {
   emscripten::constant("OUTPUT_QUERIES", static_cast<int>(attn::kOutputQueries));
   emscripten::constant("OUTPUT_KEYS", static_cast<int>(attn::kOutputKeys));
   emscripten::constant("OUTPUT_VALUE_NORMS", static_cast<int>(attn::kOutputValueNorms));
+  emscripten::constant("OUTPUT_VALUES", static_cast<int>(attn::kOutputValues));
   emscripten::function("schema", &Schema);
   emscripten::class_<Engine>("Engine")
       .constructor<>()

@@ -29,6 +29,7 @@ struct SetOptions {
   stats::BootstrapOptions bootstrap;
   int32_t permutations = 10000;
   int32_t threads = 0;  // contribution: 0 = one per core (at most 8)
+  bool mean_ablation = false;  // contribution --ablation mean
 };
 
 bool ParseCount(const char* s, long low, long high, long* out) {
@@ -57,6 +58,14 @@ int ParseSetOptions(const char* command, const char* usage, int argc, char** arg
       options->sentences_path = argv[++i];
     } else if (arg == "--shards" && has_value) {
       options->shards = argv[++i];
+    } else if (arg == "--ablation" && has_value) {
+      const std::string kind = argv[++i];
+      if (kind != "zero" && kind != "mean") {
+        std::fprintf(stderr, "attention-cli %s: --ablation is zero or mean, got '%s'.\n%s", command,
+                     Printable(kind).c_str(), usage);
+        return 2;
+      }
+      options->mean_ablation = kind == "mean";
     } else if (arg == "--threads" && has_value) {
       if (!ParseCount(argv[++i], 1, 64, &value)) {
         std::fprintf(stderr, "attention-cli %s: --threads needs a whole number from 1 to 64, got '%s'.\n%s",
@@ -170,11 +179,14 @@ constexpr const char* kProfileUsage =
 
 constexpr const char* kContributionUsage =
     "usage: attention-cli contribution --model FILE [--shards DIR|FILE] --sentences FILE --json\n"
-    "                                  [--resamples B] [--permutations P] [--seed S] [--threads N] [--progress]\n"
+    "                                  [--ablation zero|mean] [--resamples B] [--permutations P] [--seed S]\n"
+    "                                  [--threads N] [--progress]\n"
     "  Every whole word of every sentence, masked alone: the exact probability of the original\n"
     "  word, each head's largest weight in the [MASK] row, and the probability with each head\n"
-    "  alone removed (head_mask semantics); with a summary (bootstrap B, default 1000; the\n"
-    "  agreement's permutation null P, default 10000). The sentences are measured on N threads\n"
+    "  alone removed; with a summary (bootstrap B, default 1000; the agreement's permutation\n"
+    "  null P, default 10000, plain and within position classes). --ablation zero (the default)\n"
+    "  removes a head as head_mask does, its output zero; mean replaces it by the head's mean\n"
+    "  output over every token of these sentences. The sentences are measured on N threads\n"
     "  (default one per core, at most 8; the result does not depend on N).\n";
 
 // MeasureContributions on several threads: each thread takes the next sentence not yet taken
@@ -183,11 +195,12 @@ constexpr const char* kContributionUsage =
 // sentence is measured alone, so the words are the ones one thread gives, value for value. The
 // first failing sentence's status is the result (it names that sentence).
 Status MeasureOnThreads(const SetOptions& options, LoadedModel& model, const std::vector<std::string>& sentences,
-                        std::vector<WordContribution>* words, const std::function<void(size_t, size_t)>& progress) {
+                        const std::vector<float>& replacements, std::vector<WordContribution>* words,
+                        const std::function<void(size_t, size_t)>& progress) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const size_t threads = std::min<size_t>(options.threads > 0 ? static_cast<size_t>(options.threads) : std::min(cores, 8u),
                                           sentences.size());
-  if (threads <= 1) return MeasureContributions(model, sentences, words, progress);
+  if (threads <= 1) return MeasureContributions(model, sentences, words, progress, 0, replacements);
   std::vector<std::unique_ptr<LoadedModel>> copies(threads);
   for (size_t t = 1; t < threads; ++t) {
     Status status = LoadedModel::FromFile(options.model_path, &copies[t]);
@@ -203,7 +216,7 @@ Status MeasureOnThreads(const SetOptions& options, LoadedModel& model, const std
     pool.emplace_back([&, t] {
       LoadedModel& mine = t == 0 ? model : *copies[t];
       for (size_t s = next++; s < sentences.size(); s = next++) {
-        statuses[s] = MeasureContributions(mine, {sentences[s]}, &per_sentence[s], {}, s);
+        statuses[s] = MeasureContributions(mine, {sentences[s]}, &per_sentence[s], {}, s, replacements);
         const size_t d = ++done;
         if (!progress) continue;
         std::lock_guard<std::mutex> guard(lock);
@@ -297,8 +310,14 @@ int RunContribution(int argc, char** argv) {
   std::unique_ptr<LoadedModel> model;
   std::vector<std::string> sentences;
   if (!LoadInputs("contribution", options, &model, &sentences)) return 1;
+  // Mean-ablation: each head's mean output over these sentences' tokens, measured first.
+  std::vector<float> replacements;
+  int64_t mean_tokens = 0;
+  Status status = options.mean_ablation ? MeanHeadContexts(*model, sentences, &replacements, &mean_tokens) : Status::Ok();
   std::vector<WordContribution> words;
-  Status status = MeasureOnThreads(options, *model, sentences, &words, ProgressLine("contribution", options.progress));
+  if (status.ok()) {
+    status = MeasureOnThreads(options, *model, sentences, replacements, &words, ProgressLine("contribution", options.progress));
+  }
   if (!status.ok()) {
     std::fprintf(stderr, "attention-cli contribution: %s\n", Printable(status.message()).c_str());
     return 1;
@@ -313,11 +332,19 @@ int RunContribution(int argc, char** argv) {
   std::fprintf(out, ",\"sentences\":%zu,\"heads\":%d,\"predicted_rank\":%d,\"bootstrap\":", sentences.size(),
                heads, kPredictedRank);
   WriteBootstrap(out, options.bootstrap);
-  std::fprintf(out, ",\"permutations\":%d,\"words\":[", options.permutations);
+  std::fprintf(out, ",\"permutations\":%d,\"ablation\":{\"kind\":\"%s\",\"mean_tokens\":%lld}",
+               options.permutations, options.mean_ablation ? "mean" : "zero", static_cast<long long>(mean_tokens));
+  std::fputs(",\"position_classes\":[", out);
+  for (int32_t k = 0; k < kPositionClasses; ++k) {
+    if (k) std::fputc(',', out);
+    WriteJsonString(out, PositionClassName(k));
+  }
+  std::fputs("],\"words\":[", out);
   const Vocab& vocab = model->tokenizer().vocab();
   for (size_t w = 0; w < words.size(); ++w) {
     const WordContribution& x = words[w];
-    std::fprintf(out, "%s{\"sentence\":%d,\"token\":%d,\"word\":", w ? "," : "", x.sentence, x.token);
+    std::fprintf(out, "%s{\"sentence\":%d,\"token\":%d,\"position_class\":%d,\"word\":", w ? "," : "",
+                 x.sentence, x.token, x.position_class);
     WriteJsonString(out, x.word);
     std::fprintf(out, ",\"id\":%d,\"p_full\":", x.id);
     WriteJsonNumber(out, x.p_full, 17);
@@ -355,7 +382,11 @@ int RunContribution(int argc, char** argv) {
   WriteJsonNumber(out, s.agreement.expected, 9);
   std::fputs(",\"p_value\":", out);
   WriteJsonNumber(out, s.agreement.p_value, 6);
-  std::fprintf(out, ",\"permutations\":%d,\"share\":", s.agreement.permutations);
+  std::fprintf(out, ",\"permutations\":%d,\"position_kept\":{\"expected\":", s.agreement.permutations);
+  WriteJsonNumber(out, s.agreement_position_kept.expected, 9);
+  std::fputs(",\"p_value\":", out);
+  WriteJsonNumber(out, s.agreement_position_kept.p_value, 6);
+  std::fputs("},\"share\":", out);
   WriteEstimate(out, s.agreement_share);
   std::fprintf(out, ",\"distinct_attending\":%d,\"distinct_consequential\":%d}", s.distinct_attending,
                s.distinct_consequential);

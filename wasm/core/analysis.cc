@@ -522,6 +522,7 @@ Status AnalyzeEncoding(LoadedModel& model, Encoding encoding, const AnalysisOpti
   ForwardOptions forward;
   forward.removed_heads = options.removed_heads;
   forward.value_norms = (options.outputs & kOutputValueNorms) != 0;
+  forward.values = (options.outputs & kOutputValues) != 0;
   Status status = model.encoder().Forward(ids, &out->activations, forward);
   if (!status.ok()) return status;
   const Activations& a = out->activations;

@@ -141,6 +141,7 @@ enum AnalysisOutput : uint32_t {
   kOutputRowStats = 1u << 3,      // (L, H, n, kRowStatFields)
   kOutputHeadProfiles = 1u << 4,  // (L * H)
   kOutputValueNorms = 1u << 5,    // (L, H, n): ||W_O^h v_j||, see Activations::value_norms
+  kOutputValues = 1u << 6,        // values and contexts (L, n, d) each, see Activations::values
 };
 constexpr uint32_t kDefaultOutputs = kOutputRowStats | kOutputHeadProfiles;
 

@@ -137,7 +137,8 @@ uint64_t Encoder::ActivationFloats(const ModelConfig& c, int32_t n) {
   // The value norms (L, H, n) and their scratch (n, d) when asked for are counted too, and
   // the row summaries (L, H, n), as floats of their size.
   constexpr uint64_t summary_floats = (sizeof(RowSummary) + sizeof(float) - 1) / sizeof(float);
-  return (L + 1) * tokens * d + L * H * tokens * tokens + 2 * L * tokens * d + 3 * tokens * d +
+  // So are the values and contexts (L, n, d) each, kept when asked for.
+  return (L + 1) * tokens * d + L * H * tokens * tokens + 4 * L * tokens * d + 3 * tokens * d +
          tokens * f + L * H * tokens + tokens * d + summary_floats * L * H * tokens;
 }
 
@@ -224,6 +225,14 @@ Status ForwardOptions::Check(const ModelConfig& c, const std::vector<int32_t>& i
     return Status::Error("the head mask has " + std::to_string(removed_heads.size()) +
                          " entries, expected " + std::to_string(head_count) + " (layers x heads)");
   }
+  const size_t d_head = c.num_attention_heads ? c.hidden_size / c.num_attention_heads : 0;
+  if (!replacements.empty() && replacements.size() != head_count * d_head) {
+    return Status::Error("the head replacements have " + std::to_string(replacements.size()) +
+                         " values, expected " + std::to_string(head_count * d_head) + " (layers x heads x head size)");
+  }
+  for (float v : replacements) {
+    if (!std::isfinite(v)) return Status::Error("a head replacement value is not a finite number");
+  }
   if (first_layer < 0 || first_layer > static_cast<int32_t>(c.num_hidden_layers)) {
     return Status::Error("first_layer " + std::to_string(first_layer) + " is outside [0, " +
                          std::to_string(c.num_hidden_layers) + "]");
@@ -232,13 +241,17 @@ Status ForwardOptions::Check(const ModelConfig& c, const std::vector<int32_t>& i
   // The heads removed before first_layer, as the resumed pass recorded them (0 or 1 each).
   const size_t kept = static_cast<size_t>(first_layer) * c.num_attention_heads;
   bool same_heads = previous.removed_heads.size() == head_count;
+  bool any_removed = false;
   for (size_t k = 0; same_heads && k < kept; ++k) {
     same_heads = previous.removed_heads[k] == ((k < removed_heads.size() && removed_heads[k] != 0) ? 1 : 0);
+    any_removed = any_removed || previous.removed_heads[k] != 0;
   }
+  if (any_removed && previous.replaced != !replacements.empty()) same_heads = false;
   if (previous.ids != ids || previous.layers != static_cast<int32_t>(c.num_hidden_layers) ||
       previous.heads != static_cast<int32_t>(c.num_attention_heads) ||
       previous.hidden != static_cast<int32_t>(c.hidden_size) || !same_heads ||
-      (value_norms && previous.value_norms.size() != head_count * ids.size())) {
+      (value_norms && previous.value_norms.size() != head_count * ids.size()) ||
+      (values && previous.values.size() != size_t{c.num_hidden_layers} * ids.size() * c.hidden_size)) {
     return Status::Error("a pass resumed at layer " + std::to_string(first_layer + 1) +
                          " needs the activations of a pass over the same tokens with the same heads removed before it");
   }
@@ -260,7 +273,16 @@ Status Encoder::Forward(const std::vector<int32_t>& ids, Activations* out,
   Activations& a = *out;
   a.ids = ids;
   a.removed_heads = std::move(flags);
+  a.replaced = !options.replacements.empty();
   const uint8_t* removed = options.removed_heads.empty() ? nullptr : a.removed_heads.data();
+  const size_t layer_floats = static_cast<size_t>(n) * a.hidden;
+  if (!options.values) {
+    a.values.clear();
+    a.contexts.clear();
+  } else {
+    a.values.resize(static_cast<size_t>(a.layers) * layer_floats);
+    a.contexts.resize(static_cast<size_t>(a.layers) * layer_floats);
+  }
   if (!options.value_norms) {
     a.value_norms.clear();
   } else if (first == 0) {
@@ -279,6 +301,18 @@ Status Encoder::Forward(const std::vector<int32_t>& ids, Activations* out,
                   a.attention_probs.data() + l * H * n * n, a.row_summaries.data() + l * H * n,
                   context_);
     if (options.value_norms) ValueNorms(w, a.value_norms.data() + l * H * n);
+    if (removed && a.replaced) {
+      const Index d_head = d / H;
+      for (Index h = 0; h < H; ++h) {
+        if (!removed[l * H + h]) continue;
+        const Eigen::Map<const Eigen::RowVectorXf> mean(options.replacements.data() + (l * H + h) * d_head, d_head);
+        context_.middleCols(h * d_head, d_head).rowwise() = mean;
+      }
+    }
+    if (options.values) {
+      MatrixMap(a.values.data() + l * layer_floats, n, d) = value_;
+      MatrixMap(a.contexts.data() + l * layer_floats, n, d) = context_;
+    }
     Linear(packed.attention_output, context_, attention_out_);
     AddLayerNorm(attention_out_, x, w.attention_output_norm_weight, w.attention_output_norm_bias, eps);
     FeedForward(w, packed, attention_out_, MatrixMap(a.hidden_states.data() + (l + 1) * n * d, n, d));

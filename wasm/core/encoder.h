@@ -54,7 +54,14 @@ struct Activations {
   // bias). a_ij times it is the value-weighted reading ||a_ij W_O^h v_j|| of Kobayashi et al.,
   // "Attention is not only a weight" (EMNLP 2020). Else empty.
   FloatBuffer value_norms;
+  // (L, n, d) each when ForwardOptions::values, else empty. values: x W_v^T + b_v, head h's
+  // value vectors in columns [h d_head, (h+1) d_head). contexts: what the output projection
+  // W_O mixes back into d numbers, head h's columns sum_j a_ij v_j^h (a removed head's columns
+  // are what replaced it: zero, or ForwardOptions::replacements).
+  FloatBuffer values;
+  FloatBuffer contexts;
   std::vector<uint8_t> removed_heads;  // (L * H), 1 where the head's output was removed
+  bool replaced = false;  // removed heads took ForwardOptions::replacements, not zero
 
   int32_t head_size() const { return heads ? hidden / heads : 0; }
   ConstMatrixMap HiddenState(int32_t index) const;  // (n, d), index in [0, L]
@@ -75,6 +82,13 @@ struct ForwardOptions {
   // Empty: no head is removed.
   std::vector<uint8_t> removed_heads;
   bool value_norms = false;  // fill Activations::value_norms
+  bool values = false;       // fill Activations::values and contexts
+  // Empty, or (L * H * d_head) floats: a removed head's slice of the context becomes its row
+  // here, the same for every token, instead of zero. With each head's mean context over a set
+  // of sentences (MeanHeadContexts, core/sentence_set.h) this is mean-ablation: the head's
+  // output is replaced by its average, so that what its removal changes is what the head adds
+  // beyond that average, where zeroing also removes the average itself.
+  std::vector<float> replacements;
   // Resume a pass: layers before first_layer are taken as they are in *out, which must hold a
   // pass over the same ids with the same heads removed in those layers (and value norms, when
   // asked for, already filled); only layers first_layer .. L-1 are run again. Every number is
@@ -83,8 +97,10 @@ struct ForwardOptions {
   int32_t first_layer = 0;
 
   // Whether these options can run over `ids` with a model of config `c`: a head mask of L * H
-  // entries or none, first_layer in [0, L], and for a resumed pass, `previous` (the activations
-  // it resumes) a pass over the same ids with the same heads removed before first_layer.
+  // entries or none, replacements of L * H * d_head floats or none, first_layer in [0, L], and
+  // for a resumed pass, `previous` (the activations it resumes) a pass over the same ids with
+  // the same heads removed before first_layer, replaced the same way, and with values kept
+  // when they are asked for.
   Status Check(const ModelConfig& c, const std::vector<int32_t>& ids, const Activations& previous) const;
 };
 

@@ -114,9 +114,57 @@ bool IsWholeWord(const SentenceAnalysis& analysis, int32_t position) {
   return pieces == 1;
 }
 
+int32_t PositionClass(const SentenceAnalysis& analysis, int32_t position) {
+  const int32_t n = analysis.tokens();
+  const auto role = [&](int32_t i) { return i >= 0 && i < n ? analysis.roles[static_cast<size_t>(i)] : TokenRole::kOrdinary; };
+  const TokenRole before = role(position - 1), after = role(position + 1);
+  const int32_t b = before == TokenRole::kCls ? 0 : before == TokenRole::kPunctuation ? 1 : 2;
+  const int32_t a = after == TokenRole::kPunctuation ? 0 : after == TokenRole::kSep ? 1 : 2;
+  return b * 3 + a;
+}
+
+std::string PositionClassName(int32_t position_class) {
+  static const char* const kBefore[] = {"after [CLS]", "after punctuation", "after another token"};
+  static const char* const kAfter[] = {"before punctuation", "before [SEP]", "before another token"};
+  if (position_class < 0 || position_class >= kPositionClasses) return "unknown";
+  return std::string(kBefore[position_class / 3]) + ", " + kAfter[position_class % 3];
+}
+
+Status MeanHeadContexts(LoadedModel& model, const std::vector<std::string>& sentences,
+                        std::vector<float>* means, int64_t* tokens) {
+  if (sentences.empty()) return Status::Error("the sentence set is empty; give at least one sentence");
+  const ModelConfig& c = model.model().config();
+  const size_t L = c.num_hidden_layers, H = c.num_attention_heads, d = c.hidden_size, d_head = d / H;
+  std::vector<double> sums(L * H * d_head, 0.0);
+  int64_t count = 0;
+  SentenceAnalysis analysis;
+  AnalysisOptions options;
+  options.outputs = kOutputValues;
+  for (size_t s = 0; s < sentences.size(); ++s) {
+    Status status = AnalyzeText(model, sentences[s], options, &analysis);
+    if (!status.ok()) return Status::Error("sentence " + std::to_string(s + 1) + ": " + status.message());
+    const Activations& a = analysis.activations;
+    const size_t n = static_cast<size_t>(a.tokens);
+    for (size_t l = 0; l < L; ++l) {
+      const float* layer = a.contexts.data() + l * n * d;
+      for (size_t i = 0; i < n; ++i) {
+        // Head h's slice of token i's context is columns [h d_head, (h+1) d_head): laid out as
+        // (H, d_head), the same order as sums' (l, h, c).
+        for (size_t k = 0; k < d; ++k) sums[l * d + k] += layer[i * d + k];
+      }
+    }
+    count += static_cast<int64_t>(n);
+  }
+  means->assign(sums.size(), 0.0f);
+  for (size_t k = 0; k < sums.size(); ++k) (*means)[k] = static_cast<float>(sums[k] / static_cast<double>(count));
+  if (tokens) *tokens = count;
+  return Status::Ok();
+}
+
 Status MeasureContributions(LoadedModel& model, const std::vector<std::string>& sentences,
                             std::vector<WordContribution>* out,
-                            const std::function<void(size_t, size_t)>& progress, size_t first) {
+                            const std::function<void(size_t, size_t)>& progress, size_t first,
+                            const std::vector<float>& replacements) {
   if (sentences.empty()) return Status::Error("the sentence set is empty; give at least one sentence");
   const ModelConfig& config = model.model().config();
   const size_t heads = size_t{config.num_hidden_layers} * config.num_attention_heads;
@@ -134,6 +182,7 @@ Status MeasureContributions(LoadedModel& model, const std::vector<std::string>& 
       WordContribution w;
       w.sentence = static_cast<int32_t>(first + s);
       w.token = i;
+      w.position_class = PositionClass(plain, i);
       w.id = plain.encoding.tokens[static_cast<size_t>(i)].id;
       w.word = plain.encoding.tokens[static_cast<size_t>(i)].text;
       AnalysisOptions options = plain_options;
@@ -152,6 +201,7 @@ Status MeasureContributions(LoadedModel& model, const std::vector<std::string>& 
       std::vector<const Activations*> passes = {&a};
       ForwardOptions forward;
       forward.removed_heads.assign(heads, 0);
+      forward.replacements = replacements;
       for (int32_t l = 0; l < a.layers; ++l) {
         forward.first_layer = l;
         for (int32_t h = 0; h < a.heads; ++h) {
@@ -320,6 +370,9 @@ ContributionSummary SummarizeContributions(const std::vector<WordContribution>& 
   out.distinct_attending = static_cast<int32_t>(std::set<int32_t>(attending.begin(), attending.end()).size());
   out.distinct_consequential = static_cast<int32_t>(std::set<int32_t>(consequential.begin(), consequential.end()).size());
   out.agreement = stats::AgreementWithNull(attending, consequential, permutations, bootstrap.seed);
+  std::vector<int32_t> classes;
+  for (const WordContribution& word : words) classes.push_back(word.position_class);
+  out.agreement_position_kept = stats::AgreementWithNull(attending, consequential, permutations, bootstrap.seed, classes);
 
   std::vector<size_t> all(words.size());
   std::iota(all.begin(), all.end(), size_t{0});

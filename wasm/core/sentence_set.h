@@ -65,13 +65,32 @@ Status ProfileSentences(LoadedModel& model, const std::vector<std::string>& sent
 // for it).
 bool IsWholeWord(const SentenceAnalysis& analysis, int32_t position);
 
+// Where a token sits, for a null that keeps position: what precedes it (0 [CLS], 1 punctuation,
+// 2 any other token) times 3 plus what follows it (0 punctuation, 1 [SEP], 2 any other token).
+// A word just after [CLS] or just before a full stop tends to have its own most attending and
+// most consequential heads, whatever its attention says; classes keep that apart.
+constexpr int32_t kPositionClasses = 9;
+int32_t PositionClass(const SentenceAnalysis& analysis, int32_t position);
+// "after [CLS], before punctuation" and the like, for the class's number.
+std::string PositionClassName(int32_t position_class);
+
+// Each head's mean context (its slice sum_j a_ij v_j of what W_O mixes) over every token of
+// every sentence, [CLS] and [SEP] included, each sentence analysed whole and unmasked:
+// (L * H * d_head) floats, head k = l * H + h at k * d_head, for ForwardOptions::replacements
+// (mean-ablation). *tokens: how many tokens the mean is over.
+Status MeanHeadContexts(LoadedModel& model, const std::vector<std::string>& sentences,
+                        std::vector<float>* means, int64_t* tokens = nullptr);
+
 // One whole word, masked alone ([MASK] in its place, every other token as typed). Head k is
 // l * H + h. attention[k]: the largest weight in the [MASK] row of head k in the unablated
 // masked pass. p_removed[k]: the exact probability of the original entry with head k alone
-// removed (Hugging Face's head_mask semantics).
+// removed: by default Hugging Face's head_mask semantics (zero-ablation: the head's slice of
+// the context is zero), or with `replacements` given, replaced by them (mean-ablation with
+// MeanHeadContexts).
 struct WordContribution {
   int32_t sentence = 0;  // 0-based line of the set
   int32_t token = 0;     // position in the unmasked tokenization, 0 = [CLS]
+  int32_t position_class = 0;  // PositionClass of the token
   int32_t id = 0;        // the original entry
   std::string word;
   double p_full = 0;
@@ -89,9 +108,11 @@ struct WordContribution {
 // progress(done, total) is called after each sentence when given. first: the index of
 // sentences[0] in the whole set, for a caller that measures the set in parts (each word's
 // `sentence`, and the sentence a failure names, count from there).
+// replacements: empty (zero-ablation) or ForwardOptions::replacements.
 Status MeasureContributions(LoadedModel& model, const std::vector<std::string>& sentences,
                             std::vector<WordContribution>* out,
-                            const std::function<void(size_t, size_t)>& progress = {}, size_t first = 0);
+                            const std::function<void(size_t, size_t)>& progress = {}, size_t first = 0,
+                            const std::vector<float>& replacements = {});
 
 // A word is "predicted" when its original entry is in the model's top kPredictedRank at its
 // masked position.
@@ -122,6 +143,8 @@ struct ContributionSummary {
   // Most attending = most consequential, against the null that keeps both per-word
   // distributions (stats::AgreementWithNull).
   stats::Agreement agreement;
+  // The same with the word's position kept: shuffled only among words of one PositionClass.
+  stats::Agreement agreement_position_kept;
   Estimate agreement_share;
   int32_t distinct_attending = 0, distinct_consequential = 0;  // heads that win some word
   // Per word, Spearman over the heads of attention with |effect|: its mean over the words where

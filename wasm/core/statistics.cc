@@ -87,28 +87,39 @@ std::vector<std::vector<uint32_t>> ClusterResamples(uint32_t clusters, const Boo
 }
 
 Agreement AgreementWithNull(const std::vector<int32_t>& a, const std::vector<int32_t>& b,
-                            int32_t permutations, uint64_t seed) {
+                            int32_t permutations, uint64_t seed, const std::vector<int32_t>& classes) {
   Agreement out;
   const size_t n = std::min(a.size(), b.size());
   out.items = static_cast<int64_t>(n);
   if (n == 0) return out;
-  std::map<int32_t, int64_t> count_a, count_b;
-  for (size_t i = 0; i < n; ++i) {
-    out.observed += a[i] == b[i];
-    ++count_a[a[i]];
-    ++count_b[b[i]];
+  // The items of each class, in item order; without classes (or too few), one class.
+  std::map<int32_t, std::vector<size_t>> members;
+  for (size_t i = 0; i < n; ++i) members[classes.size() >= n ? classes[i] : 0].push_back(i);
+  for (const auto& [group, items] : members) {
+    std::map<int32_t, int64_t> count_a, count_b;
+    for (size_t i : items) {
+      out.observed += a[i] == b[i];
+      ++count_a[a[i]];
+      ++count_b[b[i]];
+    }
+    double expected = 0;
+    for (const auto& [choice, count] : count_a) {
+      const auto other = count_b.find(choice);
+      if (other != count_b.end()) expected += static_cast<double>(count) * static_cast<double>(other->second);
+    }
+    out.expected += expected / static_cast<double>(items.size());
   }
-  for (const auto& [choice, count] : count_a) {
-    const auto other = count_b.find(choice);
-    if (other != count_b.end()) out.expected += static_cast<double>(count) * static_cast<double>(other->second);
-  }
-  out.expected /= static_cast<double>(n);
-  // Fisher-Yates shuffles of b: every pairing keeps both distributions exactly.
+  // Fisher-Yates shuffles of b within each class: every pairing keeps both distributions, class
+  // by class.
   Random random(seed);
   std::vector<int32_t> shuffled(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n));
   int64_t hits = 0;
   for (int32_t p = 0; p < permutations; ++p) {
-    for (size_t i = n - 1; i > 0; --i) std::swap(shuffled[i], shuffled[random.Below(static_cast<uint32_t>(i + 1))]);
+    for (const auto& [group, items] : members) {
+      for (size_t i = items.size() - 1; i > 0; --i) {
+        std::swap(shuffled[items[i]], shuffled[items[random.Below(static_cast<uint32_t>(i + 1))]]);
+      }
+    }
     int64_t agree = 0;
     for (size_t i = 0; i < n; ++i) agree += a[i] == shuffled[i];
     hits += agree >= out.observed;

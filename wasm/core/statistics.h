@@ -54,7 +54,10 @@ std::vector<std::vector<uint32_t>> ClusterResamples(uint32_t clusters, const Boo
 // its chance level under the null that keeps both choices' distributions over items and breaks
 // only their pairing: expected = sum_k count_a(k) * count_b(k) / n. p_value is the share of
 // `permutations` random pairings (b shuffled against a) that agree at least as often as
-// observed, counted as (hits + 1) / (permutations + 1).
+// observed, counted as (hits + 1) / (permutations + 1). With `classes` (one per item), the null
+// also keeps which class each choice falls in: b is shuffled within each class only, and
+// expected = sum over classes c and choices k of count_a(k, c) * count_b(k, c) / n_c. Without
+// classes every item is in one class (the same shuffles, draw for draw).
 struct Agreement {
   int64_t items = 0;
   int64_t observed = 0;
@@ -63,6 +66,6 @@ struct Agreement {
   int32_t permutations = 0;
 };
 Agreement AgreementWithNull(const std::vector<int32_t>& a, const std::vector<int32_t>& b,
-                            int32_t permutations, uint64_t seed);
+                            int32_t permutations, uint64_t seed, const std::vector<int32_t>& classes = {});
 
 }  // namespace attn::stats
