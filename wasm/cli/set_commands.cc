@@ -285,9 +285,53 @@ int RunProfile(int argc, char** argv) {
     WriteEstimate(out, head.mean_ratio_to_uniform);
     std::fputs(",\"mean_entropy\":", out);
     WriteJsonNumber(out, head.counts.mean_entropy(), 9);
+    // Word rows with at least kSharpWeight on one neighbour, and the mean largest weight.
+    const ConfidentCounts& c = profile.confident;
+    std::fprintf(out, ",\"sharp_neighbour\":{\"numerator\":%lld,\"denominator\":%lld,\"estimate\":",
+                 static_cast<long long>(c.sharp_neighbour[k]), static_cast<long long>(c.words));
+    WriteEstimate(out, profile.sharp_neighbour_share[k]);
+    std::fputs("},\"mean_largest_word_weight\":", out);
+    WriteJsonNumber(out, c.words ? c.largest_sum[k] / static_cast<double>(c.words) : 0.0, 9);
     std::fputc('}', out);
   }
   std::fputc(']', out);
+  {
+    // The most confident head of every word (ConfidentCounts says how each count is made).
+    const ConfidentCounts& c = profile.confident;
+    std::fputs(",\"confident\":{\"sharp_weight\":", out);
+    WriteJsonStatistic(out, kSharpWeight);
+    std::fprintf(out, ",\"words\":%lld,\"positional\":%lld,\"neighbour_word\":%lld,\"value_weighted_positional\":%lld,"
+                 "\"content_rows\":%lld",
+                 static_cast<long long>(c.words), static_cast<long long>(c.positional), static_cast<long long>(c.neighbour_word),
+                 static_cast<long long>(c.value_weighted_positional), static_cast<long long>(c.content_rows));
+    const std::pair<const char*, const Estimate*> estimates[] = {
+        {"positional_share", &profile.positional_share},
+        {"neighbour_word_share", &profile.neighbour_word_share},
+        {"value_weighted_share", &profile.value_weighted_share}};
+    for (const auto& [name, estimate] : estimates) {
+      std::fprintf(out, ",\"%s\":", name);
+      WriteEstimate(out, *estimate);
+    }
+    std::fputs(",\"mean_ratio\":", out);
+    WriteJsonNumber(out, c.words ? c.ratio_sum / static_cast<double>(c.words) : 0.0, 9);
+    std::fputs(",\"mean_content_ratio\":", out);
+    WriteJsonNumber(out, c.words ? c.content_ratio_sum / static_cast<double>(c.words) : 0.0, 9);
+    std::fputs(",\"relations\":{", out);
+    for (int r = 0; r < 6; ++r) {
+      if (r) std::fputc(',', out);
+      WriteJsonString(out, ConfidentRelationName(r));
+      std::fprintf(out, ":%lld", static_cast<long long>(c.relations[r]));
+    }
+    std::fputc('}', out);
+    const std::pair<const char*, const std::vector<int64_t>*> wins[] = {
+        {"wins", &c.wins}, {"value_weighted_wins", &c.value_weighted_wins}, {"content_wins", &c.content_wins}};
+    for (const auto& [name, list] : wins) {
+      std::fprintf(out, ",\"%s\":[", name);
+      for (size_t k = 0; k < list->size(); ++k) std::fprintf(out, "%s%lld", k ? "," : "", static_cast<long long>((*list)[k]));
+      std::fputc(']', out);
+    }
+    std::fputc('}', out);
+  }
   if (options.per_sentence) {
     std::fputs(",\"per_sentence\":[", out);
     for (size_t s = 0; s < profile.per_sentence.size(); ++s) {

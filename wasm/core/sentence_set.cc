@@ -56,23 +56,163 @@ const std::vector<ProfileShare>& ProfileShares() {
   return shares;
 }
 
+void ConfidentCounts::Merge(const ConfidentCounts& o) {
+  const auto add = [](auto& into, const auto& from) {
+    if (into.size() < from.size()) into.resize(from.size(), 0);
+    for (size_t k = 0; k < from.size(); ++k) into[k] += from[k];
+  };
+  words += o.words;
+  positional += o.positional;
+  neighbour_word += o.neighbour_word;
+  value_weighted_positional += o.value_weighted_positional;
+  content_rows += o.content_rows;
+  ratio_sum += o.ratio_sum;
+  content_ratio_sum += o.content_ratio_sum;
+  for (int r = 0; r < 6; ++r) relations[r] += o.relations[r];
+  add(wins, o.wins);
+  add(value_weighted_wins, o.value_weighted_wins);
+  add(content_wins, o.content_wins);
+  add(sharp_neighbour, o.sharp_neighbour);
+  add(largest_sum, o.largest_sum);
+}
+
+const char* ConfidentRelationName(int index) {
+  static const char* const kNames[] = {"the next token", "the previous token", "the word itself", "[CLS]", "[SEP]", "another token"};
+  return index >= 0 && index < 6 ? kNames[index] : "unknown";
+}
+
+ConfidentCounts CountConfident(const SentenceAnalysis& analysis) {
+  const Activations& a = analysis.activations;
+  const int32_t n = a.tokens, H = a.heads;
+  const size_t K = static_cast<size_t>(a.layers) * H;
+  ConfidentCounts c;
+  c.wins.assign(K, 0);
+  c.value_weighted_wins.assign(K, 0);
+  c.content_wins.assign(K, 0);
+  c.sharp_neighbour.assign(K, 0);
+  c.largest_sum.assign(K, 0.0);
+  std::vector<std::vector<RowStats>> rows(K);
+  std::vector<bool> content_head(K);
+  for (size_t k = 0; k < K; ++k) {
+    rows[k] = ComputeRowStats(a, static_cast<int32_t>(k) / H, static_cast<int32_t>(k) % H);
+    const HeadLabel label = analysis.head_profiles.size() == K ? analysis.head_profiles[k].Label() : HeadLabel::kMixed;
+    content_head[k] = label != HeadLabel::kPreviousToken && label != HeadLabel::kNextToken &&
+                      label != HeadLabel::kSelf && label != HeadLabel::kSink;
+  }
+  const auto role = [&](int32_t j) { return analysis.roles[static_cast<size_t>(j)]; };
+  const auto word = [&](int32_t j) { return analysis.encoding.tokens[static_cast<size_t>(j)].word; };
+  const bool norms = a.value_norms.size() == K * static_cast<size_t>(n);
+  for (int32_t i = 0; i < n; ++i) {
+    if (role(i) != TokenRole::kOrdinary) continue;
+    ++c.words;
+    // The sharpest of a list of heads: the first of equals, as the page's sharpestOf.
+    size_t best = 0, best_content_row = K, best_content = K;
+    for (size_t k = 0; k < K; ++k) {
+      const RowStats& r = rows[k][static_cast<size_t>(i)];
+      if (r.ratio_to_uniform > rows[best][static_cast<size_t>(i)].ratio_to_uniform) best = k;
+      const float* row = a.AttentionRow(static_cast<int32_t>(k) / H, static_cast<int32_t>(k) % H, i);
+      const float before = i > 0 ? row[i - 1] : 0.0f, after = i + 1 < n ? row[i + 1] : 0.0f;
+      c.sharp_neighbour[k] += std::max(before, after) >= kSharpWeight;
+      c.largest_sum[k] += r.max;
+      if (!content_head[k]) continue;
+      const int32_t j = r.argmax;
+      const bool content_row = std::abs(j - i) > 1 && role(j) == TokenRole::kOrdinary && word(j) != word(i);
+      const auto sharper = [&](size_t current) {
+        return current == K || r.ratio_to_uniform > rows[current][static_cast<size_t>(i)].ratio_to_uniform;
+      };
+      if (content_row && sharper(best_content_row)) best_content_row = k;
+      if (sharper(best_content)) best_content = k;
+    }
+    const RowStats& top = rows[best][static_cast<size_t>(i)];
+    const int32_t j = top.argmax;
+    const int relation = j == i + 1 ? 0 : j == i - 1 ? 1 : j == i ? 2 : role(j) == TokenRole::kCls ? 3 : role(j) == TokenRole::kSep ? 4 : 5;
+    ++c.relations[relation];
+    ++c.wins[best];
+    c.ratio_sum += top.ratio_to_uniform;
+    if (relation <= 1) {
+      ++c.positional;
+      c.neighbour_word += role(j) == TokenRole::kOrdinary && word(j) != word(i);
+    }
+    const size_t content = best_content_row != K ? best_content_row : best_content != K ? best_content : best;
+    c.content_rows += best_content_row != K;
+    ++c.content_wins[content];
+    c.content_ratio_sum += rows[content][static_cast<size_t>(i)].ratio_to_uniform;
+    if (!norms) continue;
+    // Value-weighted: in double, as the page computes it from the float32 arrays.
+    double best_ratio = -1;
+    size_t vw = 0;
+    int32_t vw_argmax = 0;
+    for (size_t k = 0; k < K; ++k) {
+      const float* row = a.AttentionRow(static_cast<int32_t>(k) / H, static_cast<int32_t>(k) % H, i);
+      const float* norm = a.value_norms.data() + k * static_cast<size_t>(n);
+      double total = 0, largest = -1;
+      int32_t argmax = 0;
+      for (int32_t t = 0; t < n; ++t) {
+        const double w = static_cast<double>(row[t]) * static_cast<double>(norm[t]);
+        total += w;
+        if (w > largest) {
+          largest = w;
+          argmax = t;
+        }
+      }
+      const double ratio = total > 0 ? (largest / total) * n : 0;
+      if (k == 0 || ratio > best_ratio) {
+        best_ratio = ratio;
+        vw = k;
+        vw_argmax = argmax;
+      }
+    }
+    ++c.value_weighted_wins[vw];
+    c.value_weighted_positional += std::abs(vw_argmax - i) == 1;
+  }
+  return c;
+}
+
 Status ProfileSentences(LoadedModel& model, const std::vector<std::string>& sentences,
                         const stats::BootstrapOptions& bootstrap, SetProfile* out,
                         const std::function<void(size_t, size_t)>& progress) {
   if (sentences.empty()) return Status::Error("the sentence set is empty; give at least one sentence");
   AnalysisOptions options;
-  options.outputs = kOutputHeadProfiles;
+  options.outputs = kOutputHeadProfiles | kOutputValueNorms;
   SentenceAnalysis analysis;
   out->sentences = static_cast<int32_t>(sentences.size());
   out->per_sentence.clear();
+  out->confident_per_sentence.clear();
+  out->confident = ConfidentCounts();
   for (size_t s = 0; s < sentences.size(); ++s) {
     Status status = AnalyzeText(model, sentences[s], options, &analysis);
     if (!status.ok()) return Status::Error("sentence " + std::to_string(s + 1) + ": " + status.message());
     out->per_sentence.push_back(analysis.head_profiles);
+    out->confident_per_sentence.push_back(CountConfident(analysis));
+    out->confident.Merge(out->confident_per_sentence.back());
     if (progress) progress(s + 1, sentences.size());
   }
   const size_t heads = out->per_sentence[0].size();
   const auto resamples = stats::ClusterResamples(static_cast<uint32_t>(sentences.size()), bootstrap);
+  {
+    // The confident shares and each head's sharp-neighbour share, over the same resamples.
+    std::vector<std::vector<double>> resampled(3 + heads);
+    for (const auto& draw : resamples) {
+      ConfidentCounts sum;
+      int64_t word_rows = 0;
+      for (uint32_t s : draw) sum.Merge(out->confident_per_sentence[s]);
+      word_rows = sum.words;
+      resampled[0].push_back(Ratio(sum.positional, word_rows));
+      resampled[1].push_back(Ratio(sum.neighbour_word, word_rows));
+      resampled[2].push_back(Ratio(sum.value_weighted_positional, word_rows));
+      for (size_t k = 0; k < heads; ++k) {
+        resampled[3 + k].push_back(Ratio(k < sum.sharp_neighbour.size() ? sum.sharp_neighbour[k] : 0, word_rows));
+      }
+    }
+    const ConfidentCounts& c = out->confident;
+    out->positional_share = FromResamples(Ratio(c.positional, c.words), resampled[0], bootstrap.level);
+    out->neighbour_word_share = FromResamples(Ratio(c.neighbour_word, c.words), resampled[1], bootstrap.level);
+    out->value_weighted_share = FromResamples(Ratio(c.value_weighted_positional, c.words), resampled[2], bootstrap.level);
+    out->sharp_neighbour_share.clear();
+    for (size_t k = 0; k < heads; ++k) {
+      out->sharp_neighbour_share.push_back(FromResamples(Ratio(c.sharp_neighbour[k], c.words), resampled[3 + k], bootstrap.level));
+    }
+  }
   const auto& shares = ProfileShares();
   out->heads.assign(heads, HeadSetProfile());
   for (size_t k = 0; k < heads; ++k) {

@@ -47,10 +47,47 @@ struct HeadSetProfile {
 // A label is shown as borderline when fewer than this share of resamples reproduce it.
 constexpr double kStableLabel = 0.95;
 
+// Where the sharpest rows point, counted over word rows (rows of ordinary tokens, pieces
+// included) and summed over sentences. A word's most confident head is the head whose row for it
+// has the largest ratio to uniform (the first head, in layer-then-head order, on ties); a
+// neighbour is the token just before or after. The value-weighted reading weights each entry
+// a_ij by ||W_O^h v_j|| (Activations::value_norms) and renormalises the row before the same
+// choice. The content head is the page's selection rule (web/widgets/data.js, SELECTION_RULE):
+// among heads whose label over the sentence is not previous-token, next-token, self or sink,
+// the sharpest whose largest weight is on another word (two or more places away, an ordinary
+// token of another word); failing that the sharpest such head; failing that the sharpest head.
+struct ConfidentCounts {
+  int64_t words = 0;
+  int64_t positional = 0;      // the most confident head's largest weight is on a neighbour
+  int64_t neighbour_word = 0;  // ... a neighbour that is another word (ordinary, not a piece of its own)
+  int64_t value_weighted_positional = 0;
+  int64_t content_rows = 0;    // the content head's largest weight is on another word (tier 1)
+  double ratio_sum = 0, content_ratio_sum = 0;  // of the most confident and the content head
+  // Where the most confident head's largest weight is: the next token, the previous token, the
+  // word itself, [CLS], [SEP], another token.
+  int64_t relations[6] = {0, 0, 0, 0, 0, 0};
+  // (L * H) each: words for which the head is the most confident, the value-weighted most
+  // confident and the content head; and the head's word rows with at least kSharpWeight on one
+  // neighbour, and the sum of its word rows' largest weights.
+  std::vector<int64_t> wins, value_weighted_wins, content_wins, sharp_neighbour;
+  std::vector<double> largest_sum;
+
+  void Merge(const ConfidentCounts& other);
+};
+constexpr double kSharpWeight = 0.9;
+// The relations' names, in ConfidentCounts::relations order.
+const char* ConfidentRelationName(int index);
+// One sentence's counts from its analysis (made with kOutputHeadProfiles and kOutputValueNorms).
+ConfidentCounts CountConfident(const SentenceAnalysis& analysis);
+
 struct SetProfile {
   int32_t sentences = 0;
   std::vector<std::vector<HeadProfile>> per_sentence;  // [sentence][l * H + h]
   std::vector<HeadSetProfile> heads;                   // (L * H)
+  std::vector<ConfidentCounts> confident_per_sentence;
+  ConfidentCounts confident;  // over the set
+  Estimate positional_share, neighbour_word_share, value_weighted_share;  // of confident.words
+  std::vector<Estimate> sharp_neighbour_share;  // (L * H), of each head's word rows
 };
 
 // Analyses every sentence (whole, up to the model's maximum length) and profiles every head.
