@@ -1,8 +1,9 @@
 // Writes the precomputed example the article draws before the engine has loaded: the first
 // preset sentence analysed by the native CLI (attention, rollout, head profiles) with the same
-// model file the page will load, plus the row statistics and the query and key vectors of the
-// opening selection (from the wasm engine in Node, since the CLI does not print them). The
-// example's analysis is the engine's result schema (web/engine/result.js) with JSON arrays. The CLI's and the engine's
+// model file the page will load, plus the row statistics and the vectors of the opening
+// selection: its input, query and context, the head's keys and values of every token (from the
+// wasm engine in Node, since the CLI does not print them). The example's analysis is the
+// engine's result schema (web/engine/result.js) with JSON arrays. The CLI's and the engine's
 // attention are compared and the largest difference printed, so a stale or mismatched engine
 // fails here rather than on the page. Files are named by the model's sha256, so the page never
 // shows an example computed by another model.
@@ -79,7 +80,12 @@ export async function makeExamples({ manifestPath, outDir, cli }) {
     const { token, layer, head } = resolveSelection(result, { token: -1, layer: -1, head: -1 }, DEFAULT_WORD_TEXT);
     const dHead = hidden / heads;
     const keys = [];
-    for (let j = 0; j < n; ++j) keys.push(...tokenVector(live.keys, live, layer, j).subarray(head * dHead, (head + 1) * dHead));
+    if (!live.values || !live.contexts) throw new Error(`${key}: the wasm engine gives no values or contexts; rebuild it with scripts/build.sh wasm.`);
+    const values = [];
+    for (let j = 0; j < n; ++j) {
+      keys.push(...tokenVector(live.keys, live, layer, j).subarray(head * dHead, (head + 1) * dHead));
+      values.push(...tokenVector(live.values, live, layer, j).subarray(head * dHead, (head + 1) * dHead));
+    }
 
     const example = {
       generator: 'scripts/site/make_examples.mjs (attention, rollout and head profiles from attention-cli analyze --json; row statistics and vectors from the wasm engine)',
@@ -100,6 +106,8 @@ export async function makeExamples({ manifestPath, outDir, cli }) {
           x: Array.from(tokenVector(live.hidden_states, live, layer, token), round9),
           q: Array.from(tokenVector(live.queries, live, layer, token), round9),
           keys: keys.map(round9),
+          values: values.map(round9),
+          context: Array.from(tokenVector(live.contexts, live, layer, token), round9),
         },
       },
     };

@@ -1,6 +1,7 @@
 // The article's data helpers (web/widgets/data.js, web/runtime/state.js) in Node: row statistics on
 // hand-worked rows, the model description from each kind of provenance, the URL hash read as
-// data, and the mechanism figure's recomputation of a row from q and k against the wasm engine.
+// data, and the mechanism figure's recomputation of a row from q and k, and of the head's context
+// from the row and the values, against the wasm engine.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,9 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const fixtures = process.env.ATTN_FIXTURES_DIR ?? join(root, 'build', 'fixtures');
 // q.k/8 and the softmax in double precision against the engine's float32 forward pass.
 const MECHANISM_TOLERANCE = 1e-5;
+// sum_j a_ij v_j in double precision from the engine's float32 row and values, against the
+// engine's float32 context (values of a few units, n terms: float32 rounding is about 1e-6).
+const VALUE_TOLERANCE = 1e-5;
 
 test('row summary of hand-worked rows', () => {
   const uniform = rowSummary(Float32Array.from([0.25, 0.25, 0.25, 0.25]));
@@ -104,6 +108,46 @@ test('the mechanism figure recomputes the engine\u2019s rows from q and k', asyn
   t.diagnostic(`largest |softmax(q.k/sqrt(d_head)) - engine attention| = ${largest.toExponential(2)} (bar ${MECHANISM_TOLERANCE})`);
   assert.ok(largest <= MECHANISM_TOLERANCE, `mechanism differs from the engine by ${largest}`);
 });
+
+// The value side: for every layer, head and token, the weighted sum of the head's value slices with
+// the engine's row must be the engine's context slice (what W_O mixes), on the fixture model and
+// on the shipped default model. The same sum with another head's row must not be, or the check
+// could not tell a right context from a wrong one.
+for (const [name, file] of [['fixture model', () => join(fixtures, 'mini.attn')], ['shipped default model', () => join(root, 'model_data', 'explainer-mini.compact.attn')]]) {
+  test(`the mechanism figure's weighted sum of the values is the engine's context (${name})`, async (t) => {
+    const engine = await engineFor(t, file());
+    if (!engine) return;
+    const result = engine.analyze('The animal did not cross the street because it was too tired.', { vectors: true });
+    assert.ok(result.values && result.contexts, 'analyze(text, {vectors: true}) gives values and contexts');
+    assert.equal(result.values.length, result.layers * result.n * result.hidden);
+    assert.equal(result.contexts.length, result.layers * result.n * result.hidden);
+    let largest = 0;
+    let smallestWrong = Infinity;
+    for (let layer = 0; layer < result.layers; ++layer) {
+      for (let head = 0; head < result.heads; ++head) {
+        for (let token = 0; token < result.n; ++token) {
+          const m = mechanism(result, layer, head, token);
+          assert.equal(m.values.length, result.n);
+          assert.equal(m.context.length, m.dHead);
+          assert.equal(m.contextRow.length, result.hidden);
+          largest = Math.max(largest, m.valueDifference);
+          // The row of the next head weighting this head's values.
+          const other = attentionRow(result, layer, (head + 1) % result.heads, token);
+          let wrong = 0;
+          for (let c = 0; c < m.dHead; ++c) {
+            let sum = 0;
+            for (let j = 0; j < result.n; ++j) sum += other[j] * m.values[j][c];
+            wrong = Math.max(wrong, Math.abs(sum - m.context[c]));
+          }
+          smallestWrong = Math.min(smallestWrong, wrong);
+        }
+      }
+    }
+    t.diagnostic(`largest |sum_j a_ij v_j - engine context| = ${largest.toExponential(2)} (bar ${VALUE_TOLERANCE}); with another head's row, at least ${smallestWrong.toExponential(2)}`);
+    assert.ok(largest <= VALUE_TOLERANCE, `the weighted sum of the values differs from the engine's context by ${largest}`);
+    assert.ok(smallestWrong > VALUE_TOLERANCE, `another head's row gives the same context within ${smallestWrong}: the check has no power`);
+  });
+}
 
 // The default-head rule (SELECTION_RULE), re-derived here from the raw rows, the roles, the words
 // and the core's head labels, for every ordinary token of several sentences, on the fixture model

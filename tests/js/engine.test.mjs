@@ -253,15 +253,17 @@ describe('memory and sharing', () => {
     assert.notEqual(engine.analyze('same text'), engine.analyze('other text'));
   });
 
-  test('hidden states, queries and keys come only when asked for; a memo entry without them is upgraded', async () => {
+  test('hidden states, queries, keys, values and contexts come only when asked for; a memo entry without them is upgraded', async () => {
     const engine = await createEngine({ manifestUrl: writeManifest(join(fixtures, 'tiny.attn')) });
     const plain = engine.analyze('vectors on request');
-    for (const name of ['hidden_states', 'queries', 'keys']) assert.equal(plain[name], undefined, name);
+    for (const name of ['hidden_states', 'queries', 'keys', 'values', 'contexts']) assert.equal(plain[name], undefined, name);
     const full = engine.analyze('vectors on request', { vectors: true });
     const { n, layers, hidden } = full;
     assert.equal(full.hidden_states.length, (layers + 1) * n * hidden);
     assert.equal(full.queries.length, layers * n * hidden);
     assert.equal(full.keys.length, layers * n * hidden);
+    assert.equal(full.values.length, layers * n * hidden);
+    assert.equal(full.contexts.length, layers * n * hidden);
     assert.deepEqual(full.attention, plain.attention);
     assert.equal(engine.analyze('vectors on request'), full, 'the upgraded entry serves later calls');
   });

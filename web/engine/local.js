@@ -12,9 +12,10 @@ const HERE = import.meta.url;
 export const MAX_TEXT_CHARS = 20000;
 // The analysis memo holds at most this many bytes of results per engine, the least recently used
 // going first. One result at 512 tokens on the 4-layer, 4-head default model is about 18 MB
-// (attention alone is 4 * 4 * 512 * 512 float32 = 16.8 MB; hidden states, queries and keys add
-// 7 MB when asked for), so 64 MB keeps the last three long texts, or hundreds of the page's
-// sentences, and three engines (the precision figure's) stay under 200 MB.
+// (attention alone is 4 * 4 * 512 * 512 float32 = 16.8 MB; hidden states, queries, keys, values
+// and the heads' contexts add 11 MB when asked for), so 64 MB keeps the last three long texts (two
+// with vectors), or hundreds of the page's sentences, and three engines (the precision figure's)
+// stay under 200 MB.
 export const MEMO_BYTES = 64 * 1024 * 1024;
 
 const now = () => (typeof performance === 'undefined' ? Date.now() : performance.now());
@@ -100,8 +101,8 @@ function checkSchema(module) {
 }
 
 // One loaded model in this thread. analyze() returns a frozen plain object of copied typed
-// arrays in the result schema (read it through ./result.js); hidden_states, queries and keys are
-// requested from the core and copied only for analyze(text, {vectors: true}).
+// arrays in the result schema (read it through ./result.js); hidden_states, queries, keys, values
+// and contexts are requested from the core and copied only for analyze(text, {vectors: true}).
 // The core refused word-embedding rows (a shard or the all-rows file) it was handed.
 const rowsRefused = (url, message) => new EngineError('model', `The word-embedding rows ${url} could not be used: ${message}. Retry; if it happens again, the site serves a damaged or mismatched file.`);
 
@@ -168,7 +169,7 @@ export class AttentionEngine {
 
   _run(text, vectors) {
     const m = this._module;
-    const outputs = vectors ? m.OUTPUT_HIDDEN_STATES | m.OUTPUT_QUERIES | m.OUTPUT_KEYS : 0;
+    const outputs = vectors ? m.OUTPUT_HIDDEN_STATES | m.OUTPUT_QUERIES | m.OUTPUT_KEYS | m.OUTPUT_VALUES : 0;
     let raw;
     if (this._failure) throw this._failure;
     try {

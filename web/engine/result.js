@@ -6,7 +6,9 @@
 //   full_length, attention (L*H*n*n, [l][h][i][j]), rollout (n*n, [i][j]),
 //   row_stats (L*H*n*ROW_STAT_FIELDS, [l][h][i][field]), roles (n),
 //   head_profiles [{layer, head, label, previous_token, ...}] (L*H, layer-major),
-//   and, only when asked for: hidden_states ((L+1)*n*d), queries and keys (L*n*d).
+//   and, only when asked for: hidden_states ((L+1)*n*d), queries and keys (L*n*d), values
+//   (L*n*d, x W_V^T + b_V) and contexts (L*n*d, per head sum_j a_ij v_j: what W_O mixes); head h
+//   is columns [h*d_head, (h+1)*d_head) of each.
 // The constants below are the C++ enums' order (wasm/core/analysis.h); tests/js/schema.test.mjs
 // checks them against the wasm module's schema().
 
@@ -64,7 +66,7 @@ export function rowStat(result, layer, head, token) {
 }
 
 // The d numbers of one token in a per-layer array: hidden_states (layer 0 is the embedding
-// output, the input to layer 0), queries or keys.
+// output, the input to layer 0), queries, keys, values or contexts.
 export function tokenVector(array, result, layer, token) {
   const d = result.hidden;
   const start = (layer * result.n + token) * d;

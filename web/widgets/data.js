@@ -1,7 +1,8 @@
 // Reading attention results, shared by every widget and by scripts/site/make_examples.mjs. A
 // "result" is the engine's analyze() output, or the same schema decoded from a precomputed
 // example (web/engine/result.js describes it and holds every accessor); an example carries, in
-// place of hidden_states, queries and keys, the vectors of its one opening selection.
+// place of hidden_states, queries, keys, values and contexts, the vectors of its one opening
+// selection (x, q, the head's keys and values of every token, the token's context row).
 import { attentionPosition, attentionRow, HEAD_LABEL, headLabel, headProfile, ROLE, rowStat, tokenVector } from '../engine/result.js';
 import { headName, thousands } from './format.js';
 
@@ -243,6 +244,11 @@ export function softmax(scores) {
 // The vectors behind one attention row, and the row recomputed from them: the input x_i to the
 // layer (d), the query q_i = x_i W_Q^T + b_Q (d), its slice for the head (d_head), each key k_j's
 // slice (n rows of d_head), the dot products q.k_j, the same over sqrt(d_head), and the softmax.
+// Then the value side, where the result holds it (values and contexts): each token's value slice
+// v_j for the head (n rows of d_head), the engine's context c_i = sum_j a_ij v_j for the head
+// (d_head), the same sum recomputed here from the engine's row and the value slices, their
+// largest difference, and the token's whole context row (d: every head's context side by side,
+// what W_O multiplies). values is null without them.
 // Returns null when the result holds no vectors for this selection (an example's other rows, or
 // an engine result analysed without {vectors: true}).
 export function mechanism(result, layer, head, token) {
@@ -251,16 +257,28 @@ export function mechanism(result, layer, head, token) {
   let x;
   let q;
   const keys = [];
+  let values = null;
+  let contextRow = null;
   if (result.queries && result.keys && result.hidden_states) {
     x = tokenVector(result.hidden_states, result, layer, token);
     q = tokenVector(result.queries, result, layer, token);
     for (let j = 0; j < n; ++j) keys.push(tokenVector(result.keys, result, layer, j).subarray(head * dHead, (head + 1) * dHead));
+    if (result.values && result.contexts) {
+      values = [];
+      for (let j = 0; j < n; ++j) values.push(tokenVector(result.values, result, layer, j).subarray(head * dHead, (head + 1) * dHead));
+      contextRow = tokenVector(result.contexts, result, layer, token);
+    }
   } else {
     const v = result.vectors;
     if (!v || v.layer !== layer || v.head !== head || v.token !== token) return null;
     x = v.x;
     q = v.q;
     for (let j = 0; j < n; ++j) keys.push(v.keys.subarray(j * dHead, (j + 1) * dHead));
+    if (v.values && v.context) {
+      values = [];
+      for (let j = 0; j < n; ++j) values.push(v.values.subarray(j * dHead, (j + 1) * dHead));
+      contextRow = v.context;
+    }
   }
   const qHead = q.subarray(head * dHead, (head + 1) * dHead);
   const scale = Math.sqrt(dHead);
@@ -274,9 +292,20 @@ export function mechanism(result, layer, head, token) {
   const engineRow = attentionRow(result, layer, head, token);
   let maxDifference = 0;
   for (let j = 0; j < n; ++j) maxDifference = Math.max(maxDifference, Math.abs(weights[j] - engineRow[j]));
+  let context = null;
+  let weightedSum = null;
+  let valueDifference = null;
+  if (values) {
+    context = contextRow.subarray(head * dHead, (head + 1) * dHead);
+    weightedSum = new Float64Array(dHead);
+    for (let j = 0; j < n; ++j) for (let c = 0; c < dHead; ++c) weightedSum[c] += engineRow[j] * values[j][c];
+    valueDifference = 0;
+    for (let c = 0; c < dHead; ++c) valueDifference = Math.max(valueDifference, Math.abs(weightedSum[c] - context[c]));
+  }
   return {
     d, dHead, scale, x, q, qHead, keys, dots, scores, weights, engineRow, maxDifference,
     unscaled: softmax(dots).weights,
+    values, context, contextRow, weightedSum, valueDifference,
   };
 }
 
@@ -332,7 +361,11 @@ export function resultFromExample(example) {
     rollout: Float32Array.from(a.rollout),
     row_stats: Float32Array.from(a.row_stats),
     roles: Uint8Array.from(a.roles),
-    vectors: { token: v.token, layer: v.layer, head: v.head, x: Float32Array.from(v.x), q: Float32Array.from(v.q), keys: Float32Array.from(v.keys) },
+    vectors: {
+      token: v.token, layer: v.layer, head: v.head, x: Float32Array.from(v.x), q: Float32Array.from(v.q), keys: Float32Array.from(v.keys),
+      // Examples written before the value side have neither.
+      ...(v.values && v.context ? { values: Float32Array.from(v.values), context: Float32Array.from(v.context) } : {}),
+    },
   };
 }
 
