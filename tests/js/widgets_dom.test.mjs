@@ -171,15 +171,15 @@ function withoutCanvas(t) {
   t.after(() => { prototype.getContext = original; });
 }
 
-// Figure 1 without a canvas, driven by its page as in the article (no sentence of its own arrives
-// meanwhile); both undone when the test ends.
-async function placeInstrument(t) {
+// Figure 1 (or another figure: key) without a canvas, driven by its page as in the article (no
+// sentence of its own arrives meanwhile); both undone when the test ends.
+async function placeInstrument(t, key = 'instrument') {
   withoutCanvas(t);
   const { AttentionFigure } = await import('../../web/widgets/base.js');
   const embedded = AttentionFigure.embedded;
   AttentionFigure.embedded = false;
   t.after(() => { AttentionFigure.embedded = embedded; });
-  return place(FIGURES.instrument.tag);
+  return place(FIGURES[key].tag);
 }
 
 test('Figure 1 draws a new sentence\'s row in a task after its chips, and a selection made meanwhile wins', async (t) => {
@@ -255,6 +255,33 @@ test('Figure 1: a finger pressed on another head\'s tile is read out by the clic
   press(layer, head, 'pointerdown');
   assert.deepEqual(readout(), { source: 'tap', layer, head });
   figure.remove();
+});
+
+// The example carries the opening selection's values and context, so Figure 2 draws its value
+// side before the engine has loaded: a weight per token (the row's), the sum, and the recheck of
+// the weighted sum against the engine's context, within the unit test's bar (article_data.test).
+test('Figure 2 draws the value side of the example: every token\'s weight, the context and its recheck', async (t) => {
+  const { mechanism } = await import('../../web/widgets/data.js');
+  const el = await placeInstrument(t, 'mechanism');
+  const view = await exampleView();
+  el.view = view;
+  const root = el.shadowRoot;
+  const m = mechanism(view.result, view.layer, view.head, view.token);
+  assert.ok(m?.values, 'the example holds the value slices of its selection');
+  const rows = [...root.querySelectorAll('table.value-sum tbody tr')];
+  assert.equal(rows.length, result.n);
+  rows.forEach((tr, j) => assert.equal(Number(tr.dataset.weight), m.engineRow[j]));
+  const check = root.querySelector('p.value-check');
+  assert.ok(Number(check.dataset.difference) <= 1e-5, `recheck ${check.dataset.difference}`);
+  assert.match(check.textContent, /largest difference from the engine\u2019s context is \d\.\de-\d/);
+  assert.equal(root.querySelectorAll('ol.steps > li').length, 6);
+  assert.match(root.querySelector('ol.steps').textContent, new RegExp(`${m.d} numbers, what W_O multiplies`));
+  // Without values (an example written before them) the figure stops at the softmax.
+  const { values, context, ...vectors } = view.result.vectors;
+  el.view = { ...view, result: { ...view.result, vectors } };
+  assert.equal(root.querySelectorAll('ol.steps > li').length, 4);
+  assert.equal(root.querySelector('table.value-sum'), null);
+  el.remove();
 });
 
 test('the heads figure puts a layer in one row of up to eight panels, else in rows of equal length', () => {

@@ -1,7 +1,9 @@
 // <attention-mechanism>: one attention row taken apart with the model's own numbers. The
 // selected token's vector entering the layer, its query split into heads, the query of the
 // selected head against every key, the dot products, the same divided by sqrt(d_head), and the
-// softmax that turns those scores into the row the instrument shows.
+// softmax that turns those scores into the row the instrument shows. Then what the row averages:
+// every token's value slice in the head, the weighted sum (the head's context), recomputed here
+// against the engine's, and the heads' contexts side by side, the numbers W_O multiplies.
 import { AttentionFigure, define } from './base.js';
 import { paintCells, prefersDark, signedColour } from './colour.js';
 import { mechanism } from './data.js';
@@ -70,6 +72,13 @@ class AttentionMechanism extends AttentionFigure {
   table.values tr.top td, table.values tr.top th { font-weight: 700; }
   table.values tfoot td, table.values tfoot th { border-bottom: none; font-weight: 650; }
   .check { font-size: 0.86em; color: var(--attn-muted); }
+  /* The value step: each token's value slice and the same times its weight, one canvas per
+     column spanning the rows (as the keys), and their sum under them. */
+  table.values.value-sum { width: 100%; }
+  table.values.value-sum td.key { width: 35%; }
+  table.values.value-sum tfoot td.context { padding: 0.2em 0.6em; }
+  table.values.value-sum tfoot canvas.strip { margin: 0; height: 1.1em; }
+  .nowrap { white-space: nowrap; }
   `;
 
   static placeholderHeight = '24em';
@@ -141,6 +150,97 @@ class AttentionMechanism extends AttentionFigure {
     }
     setText(b.total, fmt(m.weights.reduce((a, x) => a + x, 0), 6));
     setText(b.check, `Recomputed here in JavaScript from q and k; the largest difference from the engine\u2019s row is ${m.maxDifference.toExponential(1)}. Without the division by ${fmt(m.scale, 0)} the largest weight would be ${fmt(Math.max(...m.unscaled), 3)} instead of ${fmt(m.weights[top], 3)}.`);
+    if (b.value) this.renderValues(view, m, dark);
+  }
+
+  // The value side, in place: the value slices change with the layer and head, their weighted
+  // copies, the sum and the heads' contexts with the token too.
+  renderValues({ result, token, layer, head }, m, dark) {
+    const v = this._built.value;
+    const word = result.tokens[token].text;
+    const heads = result.heads;
+    const n = result.n;
+    setText(v.title, `Every token\u2019s value in head ${head + 1}, v = W_V x + b_V (${m.dHead} numbers each), times its weight, added up`);
+    setText(v.caption, `Value slices of every token in ${headName(layer, head)}, weighted by the row of \u201c${word}\u201d`);
+    setText(v.valueHead, `v (${m.dHead})`);
+    // Each column on one colour scale of its own (not a scale per row, as the keys): a token with
+    // a small weight fades out of the weighted column, as it does out of the sum.
+    if (v.valuesFor !== `${layer},${head}`) {
+      v.valuesFor = `${layer},${head}`;
+      const limit = Math.max(...m.values.map(absMax));
+      paintCells(v.valueCanvas, n, m.dHead, (j, c) => signedColour(m.values[j][c], limit, dark));
+    }
+    const weightedLimit = Math.max(...m.values.map((value, j) => m.engineRow[j] * absMax(value)));
+    paintCells(v.weightedCanvas, n, m.dHead, (j, c) => signedColour(m.engineRow[j] * m.values[j][c], weightedLimit, dark));
+    v.rows.forEach((r, j) => {
+      r.tr.dataset.weight = String(m.engineRow[j]);
+      setNode(r.weight, fmt(m.engineRow[j], 4));
+    });
+    paintStrip(v.contextStrip, m.context, 1, dark);
+    v.contextStrip.setAttribute('aria-label', `the context of \u201c${word}\u201d in head ${head + 1}: ${m.dHead} numbers, from ${fmt(Math.min(...m.context), 2)} to ${fmt(Math.max(...m.context), 2)}`);
+    const order = Array.from(m.engineRow.keys()).sort((a, b) => m.engineRow[b] - m.engineRow[a]);
+    const terms = order.slice(0, 3).map((j) => `${fmt(m.engineRow[j], 2)} v(\u201c${result.tokens[j].text}\u201d)`).join(' + ');
+    setText(v.sumText, `c = ${terms}${n > 3 ? ` + \u2026 (${n} terms)` : ''} = ${preview(m.context)}`);
+    v.check.dataset.difference = String(m.valueDifference);
+    setText(v.difference, m.valueDifference.toExponential(1));
+    setText(v.concatTitle, `The ${heads} heads\u2019 contexts of \u201c${word}\u201d side by side: ${m.d} numbers, what W_O multiplies`);
+    v.split.forEach(({ label, canvas }, k) => {
+      const on = k === head;
+      label.classList.toggle('on', on);
+      canvas.classList.toggle('on', on);
+      paintStrip(canvas, m.contextRow.subarray(k * m.dHead, (k + 1) * m.dHead), 1, dark);
+    });
+    setText(v.concatText, `[c_1, \u2026, c_${heads}] = ${preview(m.contextRow)}`);
+    setText(v.note, `W_O, a learned ${m.d} \u00d7 ${m.d} matrix, mixes these ${m.d} numbers back into ${m.d} (and adds b_O), so every number of the layer\u2019s output draws on every head. The residual path then adds x from step 1, and a LayerNorm and the feed-forward block follow. The engine does not hand W_O to this page, so the figure stops at what it multiplies.`);
+  }
+
+  // The value side's steps, built once per sentence; none when the result has no values (an
+  // example written before them).
+  buildValues(result, m) {
+    if (!m.values) return [];
+    const n = result.n;
+    const valueCanvas = h('canvas', { 'aria-hidden': 'true' });
+    const weightedCanvas = h('canvas', { 'aria-hidden': 'true' });
+    const template = h('tr', {}, h('th', { scope: 'row' }), h('td', {}, h('span.n', {}, '')));
+    const rows = result.tokens.map((t, j) => {
+      const tr = template.cloneNode(true);
+      const [th, weightCell] = tr.children;
+      tr.dataset.token = String(j);
+      th.textContent = t.text;
+      if (j === 0) tr.append(h('td.key.key-col', { rowspan: String(n) }, valueCanvas), h('td.key', { rowspan: String(n) }, weightedCanvas));
+      return { tr, weight: weightCell.firstChild.firstChild };
+    });
+    const split = [];
+    const splitCells = [];
+    for (let k = 0; k < result.heads; ++k) {
+      const label = h('span.lab', { text: `head ${k + 1}` });
+      const canvas = h('canvas.strip', { role: 'img', 'aria-label': `the context of head ${k + 1}: ${m.dHead} numbers` });
+      split.push({ label, canvas });
+      splitCells.push(label, canvas);
+    }
+    const v = {
+      rows, split, valueCanvas, weightedCanvas, valuesFor: '',
+      title: h('div.step-title'), caption: h('caption.visually-hidden'), valueHead: h('th.key-col', { scope: 'col' }),
+      contextStrip: h('canvas.strip', { role: 'img' }), sumText: h('div.vec.mono'), difference: h('span.nowrap'),
+      concatTitle: h('div.step-title'), concatText: h('div.vec.mono'), note: h('p.check'),
+    };
+    const scroller = scrollBox('div.table-scroll.bounded', 'The values weighted and added up, as a table', h('table.values.value-sum', {},
+      v.caption,
+      h('thead', {}, h('tr', {},
+        h('th', { scope: 'col', text: 'token' }),
+        h('th', { scope: 'col', text: 'weight' }),
+        v.valueHead,
+        h('th', { scope: 'col', text: 'weight \u00d7 v' }))),
+      h('tbody', {}, rows.map((r) => r.tr)),
+      h('tfoot', {}, h('tr', {},
+        h('th', { scope: 'row', text: 'sum: c' }), h('td'), h('td.key-col'),
+        h('td.context', {}, v.contextStrip)))));
+    v.check = h('p.check.value-check', {}, 'Recomputed here in JavaScript as the weighted sum of the value slices with the row above; the largest difference from the engine\u2019s context is ', v.difference, '.');
+    this._built.value = v;
+    return [
+      h('li', {}, v.title, scroller, v.sumText, v.check),
+      h('li', {}, v.concatTitle, h('div.split', {}, splitCells), v.concatText, v.note),
+    ];
   }
 
   build(result, m, dark) {
@@ -186,12 +286,13 @@ class AttentionMechanism extends AttentionFigure {
       h('tfoot', {}, h('tr', {},
         h('th', { scope: 'row', text: 'sum' }), h('td.key-col'), h('td'), h('td'),
         b.total, h('td')))));
+    this._built = b;
     this.bodyEl.replaceChildren(h('ol.steps', {},
       h('li', {}, b.xTitle, xStrip, b.xText),
       h('li', {}, b.qTitle, h('div.split', {}, splitCells), b.qText),
       h('li', {}, b.kTitle, b.kText, b.scroller),
-      h('li', {}, h('div.step-title', { text: 'The result is the row the instrument shows' }), b.check)));
-    this._built = b;
+      h('li', {}, h('div.step-title', { text: 'The result is the row the instrument shows' }), b.check),
+      ...this.buildValues(result, m)));
   }
 
   canExport() {

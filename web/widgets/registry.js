@@ -112,7 +112,7 @@ export function reserveCss(reserve, selector = ':host') {
 export const FIGURES = Object.freeze({
   instrument: entry('attention-instrument', MODEL_FIGURE, 1280, { wide: 1260, narrow: 2110 }),
   row: entry('attention-row', MODEL_FIGURE, 670, { wide: 650, narrow: 810 }),
-  mechanism: entry('attention-mechanism', MODEL_FIGURE, 970, { wide: 950, narrow: 1260 }),
+  mechanism: entry('attention-mechanism', MODEL_FIGURE, 1830, { wide: 1810, narrow: 2300 }),
   softmax: entry('softmax-lab', [ATTRIBUTES.scores, ATTRIBUTES.theme], 360, null),
   compare: entry('attention-compare', [...MODEL_FIGURE, ATTRIBUTES.heads], 1540, { wide: 1520, narrow: 1650 }),
   heads: entry('attention-heads', MODEL_FIGURE, 860, { wide: 850, narrow: 1630 }),
