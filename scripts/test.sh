@@ -88,6 +88,8 @@ if ((quick)); then
   "$PY" -m unittest discover -s tests/py
   stage "the site (engine, models, the split model, manifest, bundle, examples, set statistics)"
   node scripts/site/build_site.mjs
+  stage "the series' set claims re-derived on both sentence sets (independent Python)"
+  "$PY" tests/py/claims_check.py
   stage "JS tests (node:test): tokenizer parity, wasm engine (exhaustive checks sampled)"
   node --test tests/js/*.test.mjs
   stage ""
@@ -107,6 +109,9 @@ echo "   (in the background at nice 19: the Python tests, the sanitizer builds a
 
 stage "the site (engine, models, the split model, manifest, bundle, examples, set statistics)"
 node scripts/site/build_site.mjs
+
+stage "the series' set claims re-derived on both sentence sets (independent Python)"
+"$PY" tests/py/claims_check.py
 
 stage "JS tests (node:test): tokenizer parity, wasm engine"
 node --test tests/js/*.test.mjs

@@ -1,12 +1,17 @@
 // Does any head of the model point a pronoun at its antecedent? Over web/posts/pronouns.tsv
 // (sentences written for the article, each with a pronoun, its antecedent and the candidate
 // nouns before it; half are Winograd-style pairs in which one changed word flips the
-// antecedent), for every head: how often the pronoun's row puts its largest weight on the
-// antecedent (the first piece of that word), and how often, among the candidate nouns alone,
-// the antecedent gets the most weight. Two baselines on the same sentences: always choosing the
-// nearest candidate before the pronoun, and chance among the candidates (the mean of 1 / the
-// number of candidates). The attention comes from the core (a result of the engine's schema:
-// attention, tokens, n, layers, heads); this module only counts.
+// antecedent), and over web/posts/pronouns_heldout.tsv (held-out cases written the same way
+// before any result on them), for every head: how often the pronoun's row puts its largest
+// weight on the antecedent (the first piece of that word), how often, among the candidate nouns
+// alone, the antecedent gets the most weight, how often that choice is the first candidate, and
+// in how many Winograd pairs it gets both sentences right (a pair: two neighbouring cases with
+// the same pronoun and candidates and different antecedents; a head that picks by position
+// gets at most one of a pair right). Three baselines on the same sentences: always choosing the
+// nearest candidate before the pronoun, always choosing the first candidate (the subject bias
+// of such sentences), and chance among the candidates (the mean of 1 / the number of
+// candidates). The attention comes from the core (a result of the engine's schema: attention,
+// tokens, n, layers, heads); this module only counts.
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +20,7 @@ import { attentionRow } from '../../web/engine/result.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const PRONOUN_FILE = join(root, 'web', 'posts', 'pronouns.tsv');
+export const HELDOUT_PRONOUN_FILE = join(root, 'web', 'posts', 'pronouns_heldout.tsv');
 
 // [{sentence, pronoun, occurrence, antecedent, candidates}] from the file's text.
 export function readPronounCases(text) {
@@ -78,6 +84,21 @@ export function locateCase(result, c) {
   return { pronoun, antecedent: before(c.antecedent), candidates };
 }
 
+// The Winograd pairs among located cases, as index pairs: two neighbouring cases with the same
+// pronoun and candidates and different antecedents, each case in one pair at most.
+export function winogradPairs(located) {
+  const out = [];
+  for (let k = 0; k + 1 < located.length; ++k) {
+    const a = located[k].c;
+    const b = located[k + 1].c;
+    if (a.pronoun === b.pronoun && a.candidates.join() === b.candidates.join() && a.antecedent !== b.antecedent) {
+      out.push([k, k + 1]);
+      ++k;
+    }
+  }
+  return out;
+}
+
 // The study over cases and their results (results[k] analyses cases[k].sentence).
 export function pronounStudy(cases, results) {
   const located = [];
@@ -87,13 +108,15 @@ export function pronounStudy(cases, results) {
     if (where) located.push({ c, r: results[k], ...where });
     else skipped.push(c.sentence);
   });
+  const pairs = winogradPairs(located);
   const { layers, heads } = results[0];
   const perHead = [];
   for (let layer = 0; layer < layers; ++layer) {
     for (let head = 0; head < heads; ++head) {
       let top = 0;
       let amongCandidates = 0;
-      for (const x of located) {
+      let firstPicks = 0;
+      const right = located.map((x) => {
         const row = attentionRow(x.r, layer, head, x.pronoun);
         let argmax = 0;
         for (let j = 1; j < row.length; ++j) if (row[j] > row[argmax]) argmax = j;
@@ -101,11 +124,15 @@ export function pronounStudy(cases, results) {
         let best = x.candidates[0];
         for (const p of x.candidates) if (row[p] > row[best]) best = p;
         amongCandidates += best === x.antecedent;
-      }
-      perHead.push({ layer: layer + 1, head: head + 1, top, among_candidates: amongCandidates });
+        firstPicks += best === x.candidates[0];
+        return best === x.antecedent;
+      });
+      const pairsBoth = pairs.filter(([a, b]) => right[a] && right[b]).length;
+      perHead.push({ layer: layer + 1, head: head + 1, top, among_candidates: amongCandidates, first_picks: firstPicks, pairs_both: pairsBoth });
     }
   }
   const nearest = located.filter((x) => Math.max(...x.candidates) === x.antecedent).length;
+  const first = located.filter((x) => x.candidates[0] === x.antecedent).length;
   const chances = located.map((x) => 1 / x.candidates.length);
   const chance = chances.reduce((a, b) => a + b, 0);
   const best = perHead.reduce((a, b) => (b.among_candidates > a.among_candidates ? b : a));
@@ -113,7 +140,7 @@ export function pronounStudy(cases, results) {
   // times the number of heads, since the best of many heads was picked after looking.
   const p = tailProbability(chances, best.among_candidates);
   return {
-    cases: located.length, skipped, nearest, chance, per_head: perHead,
+    cases: located.length, skipped, nearest, first, chance, pairs: pairs.length, per_head: perHead,
     best: { ...best, p_value: p, p_value_corrected: Math.min(1, p * perHead.length) },
   };
 }

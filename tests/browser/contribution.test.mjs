@@ -17,7 +17,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { HOSTILE_TEXT as HOSTILE, ROW_SUM_TOLERANCE, startSite, waitReady } from './harness.mjs';
-import { SENTENCE_SET } from '../../web/posts/sentences.js';
+import { PRESETS } from '../../web/content.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
@@ -179,7 +179,7 @@ describe('contribution.html and its figures', { timeout: 900000 }, () => {
 
     // The instrument: every head's numbers.
     const shown = await contributionShown(page);
-    assert.equal(shown.text, SENTENCE_SET[0]);
+    assert.equal(shown.text, PRESETS[0]);
     checkContribution(shown, await engineMeasure(page, shown.text, shown.token));
 
     // Sorting by effect, then a row chosen: the value-weighted reading follows.

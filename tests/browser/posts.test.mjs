@@ -16,7 +16,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { HOSTILE_TEXT as HOSTILE, ROW_SUM_TOLERANCE, startSite, waitReady } from './harness.mjs';
-import { SENTENCE_SET } from '../../web/posts/sentences.js';
+import { PRESETS } from '../../web/content.js';
 import { failureCause, typeBack } from '../../web/posts/survival.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -236,7 +236,8 @@ describe('the series\u2019 posts', { timeout: 600000 }, () => {
     const { page, context, errors } = await openPost('confident.html');
     await ready(page, '#winners');
     await ready(page, '#yours');
-    // For every word of the set: the head of largest ratio to uniform, from the attention rows.
+    // For every word of the reader's sentence: the head of largest ratio to uniform, from the
+    // attention rows.
     const expected = await page.evaluate(async (texts) => {
       const { getEngine } = await import('/engine/engine.js');
       const { attentionRow, ROLE } = await import('/engine/result.js');
@@ -265,20 +266,24 @@ describe('the series\u2019 posts', { timeout: 600000 }, () => {
         }
       }
       return { words, worstSum };
-    }, [...SENTENCE_SET]);
+    }, [PRESETS[0]]);
     assert.ok(expected.worstSum <= ROW_SUM_TOLERANCE);
-    const positional = expected.words.filter((w) => w.positional).length;
-    const total = expected.words.length;
-    assert.equal(await page.locator('[data-fact="titleCounts"]').textContent(), `for ${positional} of ${total} words in ${SENTENCE_SET.length} sentences`);
-    assert.equal(await page.locator('[data-fact="positionalShare"]').textContent(), `${((100 * positional) / total).toFixed(1)}%`);
+    // Over the set and the held-out sentences the post shows the build's numbers
+    // (tests/py/claims_check.py re-derives them with independent code): the page must show
+    // those, not numbers of its own.
+    const set = await page.evaluate(async () => (await (await import('/engine/sets.js')).loadSetStatistics()).set);
+    const c = set.profile.confident;
+    const d = set.heldout.profile.confident;
+    const pct = (v) => `${(100 * v).toFixed(1)}%`;
+    assert.equal(await page.locator('[data-fact="titleCounts"]').textContent(),
+      `for ${pct(c.positional_share.value)} of ${c.words.toLocaleString('en-US')} words in ${set.profile.sentences} sentences, and ${pct(d.positional_share.value)} of ${d.words.toLocaleString('en-US')} held out`);
+    assert.equal(await page.locator('[data-fact="positionalShare"]').textContent(), pct(c.positional_share.value));
+    assert.match(await page.locator('[data-fact="positionalInterval"]').textContent(), new RegExp(`${pct(c.positional_share.low)} to ${pct(c.positional_share.high)}`));
     const claim = await page.locator('[data-fact="titleClaim"]').textContent();
-    assert.equal(claim, positional / total >= 0.5 ? 'The most confident head is a positional one' : 'The most confident head is not always a positional one');
-    // The winners' table: each winner's count of words.
-    const wins = new Map();
-    for (const w of expected.words) wins.set(`${w.layer},${w.head}`, (wins.get(`${w.layer},${w.head}`) ?? 0) + 1);
-    for (const row of await tableRows(page, 'winners')) assert.equal(Number(row.wins), wins.get(`${row.layer},${row.head}`));
+    assert.equal(claim, c.positional_share.low > 0.5 && d.positional_share.low > 0.5 ? 'The most confident head is a positional one' : 'The most confident head is not always a positional one');
+    for (const row of await tableRows(page, 'winners')) assert.equal(Number(row.wins), c.wins[Number(row.layer) * set.profile.model.heads + Number(row.head)]);
     // The reader's sentence, word by word.
-    const first = expected.words.filter((w) => w.text === SENTENCE_SET[0]);
+    const first = expected.words;
     const rows = await tableRows(page, 'words');
     assert.equal(rows.length, first.length);
     rows.forEach((row, k) => {
@@ -294,51 +299,17 @@ describe('the series\u2019 posts', { timeout: 600000 }, () => {
     await page.waitForFunction(() => document.querySelector('attention-compare')?.shadowRoot?.querySelector('table.bars tbody tr'), null, { timeout: LOAD_TIMEOUT_MS });
     const sums = await page.locator('attention-compare').evaluate((el) => [...el.shadowRoot.querySelectorAll('table.bars')].map((t) => [...t.querySelectorAll('tbody tr')].reduce((a, tr) => a + Number(tr.dataset.value), 0)));
     assert.ok(sums.length >= 2 && sums.every((s) => Math.abs(s - 1) <= ROW_SUM_TOLERANCE), `compare rows sum to ${sums}`);
-
-    // Value-weighted (a_ij x ||W_O v_j||): the positional count, from the bindings' value norms
-    // read directly.
+    // Value-weighted (a_ij x ||W_O v_j||): the build's count.
     await ready(page, '#value-weighted');
-    const vwPositional = await page.evaluate(async (texts) => {
-      const { createEngine } = await import('/engine/engine.js');
-      const { ROLE } = await import('/engine/result.js');
-      // An engine of its own on the single file (all rows in): independent of the page's.
-      const engine = await createEngine({ single: true });
-      let positional = 0;
-      for (const text of texts) {
-        const r = engine._native.analyzeAblated(text, 0, engine._module.OUTPUT_VALUE_NORMS, '');
-        const a = r.attention;
-        const v = r.value_norms;
-        for (let i = 0; i < r.n; ++i) {
-          if (r.roles[i] !== ROLE.ordinary) continue;
-          let best = null;
-          for (let lh = 0; lh < r.layers * r.heads; ++lh) {
-            let total = 0;
-            let max = -1;
-            let at = 0;
-            for (let j = 0; j < r.n; ++j) {
-              const w = a[(lh * r.n + i) * r.n + j] * v[lh * r.n + j];
-              total += w;
-              if (w > max) {
-                max = w;
-                at = j;
-              }
-            }
-            if (!best || max / total > best.ratio) best = { ratio: max / total, at };
-          }
-          positional += Math.abs(best.at - i) === 1;
-        }
-      }
-      return positional;
-    }, [...SENTENCE_SET]);
-    assert.equal(await page.locator('#value-weighted').getAttribute('data-positional'), String(vwPositional));
-    assert.match(await page.locator('[data-fact="vwPositional"]').textContent(), new RegExp(`^${vwPositional} of ${total}$`));
+    assert.equal(await page.locator('#value-weighted').getAttribute('data-positional'), String(c.value_weighted_positional));
+    assert.match(await page.locator('[data-fact="vwPositional"]').textContent(), new RegExp(`^${c.value_weighted_positional.toLocaleString('en-US')} of ${c.words.toLocaleString('en-US')}$`));
 
     // A word's link is a permalink: sentence and word in the hash.
     const target = rows[3];
     await page.locator(`table.data[data-scope="words"] tbody tr[data-token="${target.token}"] a`).click();
     await page.waitForFunction((t) => document.querySelector(`table.data[data-scope="words"] tr[data-token="${t}"]`)?.getAttribute('aria-current') === 'true', target.token);
     const params = new URLSearchParams(new URL(page.url()).hash.slice(1));
-    assert.deepEqual([params.get('s'), params.get('w')], [SENTENCE_SET[0], target.token]);
+    assert.deepEqual([params.get('s'), params.get('w')], [PRESETS[0], target.token]);
     await page.fill('#sentence', HOSTILE);
     await page.press('#sentence', 'Enter');
     await page.waitForFunction((s) => document.getElementById('yours').dataset.sentence === s, HOSTILE);
@@ -346,7 +317,7 @@ describe('the series\u2019 posts', { timeout: 600000 }, () => {
     assert.deepEqual(errors, []);
     await context.close();
 
-    const second = await openPost(`confident.html#${new URLSearchParams({ s: SENTENCE_SET[1], w: '4' })}`, { width: 360, height: 740 });
+    const second = await openPost(`confident.html#${new URLSearchParams({ s: PRESETS[1], w: '4' })}`, { width: 360, height: 740 });
     await ready(second.page, '#yours');
     assert.equal(await second.page.locator('table.data[data-scope="words"] tr[aria-current="true"]').getAttribute('data-token'), '4');
     await noSideScroll(second.page, 'confident.html');

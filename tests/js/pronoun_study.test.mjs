@@ -1,12 +1,17 @@
 // The article's pronoun study (scripts/site/pronoun_study.mjs): its counts on a hand-made result
 // whose attention is written out here, the exact chance tail on hand-worked cases, the file's
-// format checks, and every case of web/posts/pronouns.tsv found in the CLI tokenizer's tokens
-// (a case the study would skip fails here instead).
+// format checks, the first-noun baseline and the Winograd pair score on a hand-made pair, and
+// every case of web/posts/pronouns.tsv and of its held-out file found in the CLI tokenizer's
+// tokens (a case the study would skip fails here instead).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 
-import { locateCase, pronounStudy, readPronounCases, readPronounFile, tailProbability } from '../../scripts/site/pronoun_study.mjs';
+import { readFileSync } from 'node:fs';
+
+import {
+  HELDOUT_PRONOUN_FILE, locateCase, pronounStudy, readPronounCases, readPronounFile, tailProbability, winogradPairs,
+} from '../../scripts/site/pronoun_study.mjs';
 import { requireInputs } from './inputs.mjs';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -41,6 +46,21 @@ test('counts per head, the two baselines and the best head\u2019s tail', () => {
   assert.equal(locateCase(result(heads), { ...c, occurrence: 2 }), null);
 });
 
+test('the first-noun baseline and the pair score: a head that always picks the first noun gets one of a pair', () => {
+  const dog = { sentence: 'The dog chased the cat because it was fast.', pronoun: 'it', occurrence: 1, antecedent: 'dog', candidates: ['dog', 'cat'] };
+  const cat = { ...dog, antecedent: 'cat' };
+  // Head 1 always prefers "dog" (the first noun), head 2 always "cat".
+  const heads = [[0, 0, 0.6, 0.1, 0, 0.3], [0, 0, 0.1, 0, 0.3, 0.6]];
+  const study = pronounStudy([dog, cat], [result(heads), result(heads)]);
+  assert.equal(study.pairs, 1);
+  assert.equal(study.first, 1);
+  assert.deepEqual(study.per_head.map((x) => [x.among_candidates, x.first_picks, x.pairs_both]), [[1, 2, 0], [1, 0, 0]]);
+  // Neighbouring cases form a pair only with the same pronoun and candidates and another antecedent.
+  const located = (cs) => cs.map((c) => ({ c }));
+  assert.deepEqual(winogradPairs(located([dog, cat, dog, dog, cat])), [[0, 1], [3, 4]]);
+  assert.deepEqual(winogradPairs(located([dog, { ...cat, candidates: ['cat', 'dog'] }])), []);
+});
+
 test('the chance tail is exact', () => {
   assert.equal(tailProbability([0.5, 0.5], 1), 0.75);
   assert.equal(tailProbability([0.5, 0.5], 2), 0.25);
@@ -53,11 +73,15 @@ test('the file format is checked', () => {
   assert.throws(() => readPronounCases('sentence\tpronoun\tpronoun_occurrence\tantecedent\tcandidates\nA cat.\tit\t1\tdog\tcat\n'), /line 2/);
 });
 
-test('every case of pronouns.tsv is found in the tokenizer\u2019s tokens', (t) => {
+test('every case of pronouns.tsv and of the held-out cases is found in the tokenizer\u2019s tokens', (t) => {
   if (!requireInputs(t, [CLI], 'build it with scripts/build.sh native')) return;
   const cases = readPronounFile();
+  const heldout = readPronounCases(readFileSync(HELDOUT_PRONOUN_FILE, 'utf8'));
   assert.ok(cases.length >= 30, `${cases.length} cases`);
-  for (const c of cases) {
+  assert.ok(heldout.length >= 30, `${heldout.length} held-out cases`);
+  const written = new Set(cases.map((c) => c.sentence));
+  assert.ok(heldout.every((c) => !written.has(c.sentence)), 'no held-out case is a case of the first file');
+  for (const c of [...cases, ...heldout]) {
     const { tokens } = JSON.parse(execFileSync(CLI, ['tokenize', '--vocab', VOCAB, '--json', c.sentence]).toString());
     const where = locateCase({ tokens, n: tokens.length }, c);
     assert.ok(where, `not found: ${c.sentence}`);

@@ -1,26 +1,32 @@
-// The series' sentence set: web/posts/sentences.txt is the file the site build computes the set
-// statistics over; web/posts/sentences.js (the confident post's live subset) must be its first
-// lines, so that both posts name the same sentences; and the file is the size the posts' claims
-// need (at least 200 sentences, one per line, none repeated, none empty).
+// The series' sentence sets: web/posts/sentences.txt is the file the site build computes the set
+// statistics over, opening with the article's presets, and web/posts/heldout.txt the held-out
+// sentences every claim is checked on; each is the size the posts' claims need (at least 200 and
+// 150 sentences, one per line, none repeated, none empty), and no held-out sentence is in the set.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
-import { SENTENCE_SET } from '../../web/posts/sentences.js';
+import { PRESETS } from '../../web/content.js';
 import { partitionPercents } from '../../web/posts/common.js';
 
-const lines = readFileSync(new URL('../../web/posts/sentences.txt', import.meta.url), 'utf8').split('\n');
+const read = (name) => readFileSync(new URL(`../../web/posts/${name}`, import.meta.url), 'utf8').split('\n');
+const lines = read('sentences.txt');
+const heldout = read('heldout.txt');
 
-test('sentences.txt holds at least 200 distinct sentences, one per line', () => {
-  assert.equal(lines.at(-1), '', 'the file ends with a newline');
-  const sentences = lines.slice(0, -1);
-  assert.ok(sentences.length >= 200, `${sentences.length} sentences`);
-  assert.ok(sentences.every((s) => s.trim() === s && s.length > 0), 'no empty line or stray space');
-  assert.equal(new Set(sentences).size, sentences.length, 'no sentence twice');
-});
+for (const [name, file, least] of [['sentences.txt', lines, 200], ['heldout.txt', heldout, 150]]) {
+  test(`${name} holds at least ${least} distinct sentences, one per line`, () => {
+    assert.equal(file.at(-1), '', 'the file ends with a newline');
+    const sentences = file.slice(0, -1);
+    assert.ok(sentences.length >= least, `${sentences.length} sentences`);
+    assert.ok(sentences.every((s) => s.trim() === s && s.length > 0), 'no empty line or stray space');
+    assert.equal(new Set(sentences).size, sentences.length, 'no sentence twice');
+  });
+}
 
-test('the confident post\u2019s sentences are the first lines of the set', () => {
-  assert.deepEqual([...SENTENCE_SET], lines.slice(0, SENTENCE_SET.length));
+test('the set opens with the article\u2019s presets, and no held-out sentence is in it', () => {
+  assert.deepEqual([...PRESETS], lines.slice(0, PRESETS.length));
+  const set = new Set(lines);
+  assert.deepEqual(heldout.slice(0, -1).filter((s) => set.has(s)), []);
 });
 
 test('partition percentages sum to exactly 100 and stay within a rounding step of each share', () => {

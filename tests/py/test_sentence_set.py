@@ -128,6 +128,42 @@ def masked_lm_probabilities(weights, config, hidden):
     return torch.softmax(logits, dim=-1).numpy()
 
 
+def summarize_words(words, chosen, heads, predicted_rank):
+    """The contribution summary's statistics over the words listed in `chosen` (indices, repeats
+    allowed), from the definitions in docs/ARCHITECTURE.md."""
+    rows = [words[i] for i in chosen]
+    if not rows:
+        return None
+    attention = np.array([w["attention"] for w in rows])
+    effect = np.array([[abs(p - w["p_full"]) for p in w["p_removed"]] for w in rows])
+    log_effect = np.array([[abs(math.log(max(p, 2.2250738585072014e-308))
+                                - math.log(max(w["p_full"], 2.2250738585072014e-308)))
+                            for p in w["p_removed"]] for w in rows])
+    most_attending = attention.argmax(axis=1)
+    most_consequential = effect.argmax(axis=1)
+    mean_attention = attention.mean(axis=0)
+    rho, constant = [], []
+    for a, e in zip(attention, effect):
+        r = spearman(a, e)
+        if math.isfinite(r):
+            rho.append(r)
+            constant.append(spearman(mean_attention, e))
+    predicted = np.array([w["rank_full"] <= predicted_rank for w in rows])
+    survived = np.array([[t == w["top1_full"] for t in w["top1_removed"]] for w in rows])
+    group = lambda values, mask: float(values[mask].mean()) if mask.any() else math.nan
+    return {
+        "agreement_share": float((most_attending == most_consequential).mean()),
+        "rho_per_word": nanmean(rho), "rho_constant_attention": nanmean(constant),
+        "rho_beyond_head": nanmean([a - b for a, b in zip(rho, constant)]),
+        "within_rho": nanmean([spearman(attention[:, k], effect[:, k]) for k in range(heads)]),
+        "within_rho_log": nanmean([spearman(attention[:, k], log_effect[:, k]) for k in range(heads)]),
+        "top1_survival": float(survived.mean()),
+        "predicted_effect": group(effect, predicted), "predicted_log_effect": group(log_effect, predicted),
+        "unpredicted_effect": group(effect, ~predicted), "unpredicted_log_effect": group(log_effect, ~predicted),
+        "most_attending": most_attending, "most_consequential": most_consequential,
+    }
+
+
 @requires_input(CLI, "build it with scripts/build.sh native", executable=True)
 class SentenceSetTest(unittest.TestCase):
     @classmethod
@@ -315,39 +351,7 @@ class SentenceSetTest(unittest.TestCase):
         self.assertLessEqual(worst_attention, ATTENTION_TOLERANCE)
 
     def summarize(self, words, chosen, heads):
-        """The summary's statistics over the words listed in `chosen` (indices, repeats allowed)."""
-        predicted_rank = self.contribution["predicted_rank"]
-        rows = [words[i] for i in chosen]
-        if not rows:
-            return None
-        attention = np.array([w["attention"] for w in rows])
-        effect = np.array([[abs(p - w["p_full"]) for p in w["p_removed"]] for w in rows])
-        log_effect = np.array([[abs(math.log(max(p, 2.2250738585072014e-308))
-                                    - math.log(max(w["p_full"], 2.2250738585072014e-308)))
-                                for p in w["p_removed"]] for w in rows])
-        most_attending = attention.argmax(axis=1)
-        most_consequential = effect.argmax(axis=1)
-        mean_attention = attention.mean(axis=0)
-        rho, constant = [], []
-        for a, e in zip(attention, effect):
-            r = spearman(a, e)
-            if math.isfinite(r):
-                rho.append(r)
-                constant.append(spearman(mean_attention, e))
-        predicted = np.array([w["rank_full"] <= predicted_rank for w in rows])
-        survived = np.array([[t == w["top1_full"] for t in w["top1_removed"]] for w in rows])
-        group = lambda values, mask: float(values[mask].mean()) if mask.any() else math.nan
-        return {
-            "agreement_share": float((most_attending == most_consequential).mean()),
-            "rho_per_word": nanmean(rho), "rho_constant_attention": nanmean(constant),
-            "rho_beyond_head": nanmean([a - b for a, b in zip(rho, constant)]),
-            "within_rho": nanmean([spearman(attention[:, k], effect[:, k]) for k in range(heads)]),
-            "within_rho_log": nanmean([spearman(attention[:, k], log_effect[:, k]) for k in range(heads)]),
-            "top1_survival": float(survived.mean()),
-            "predicted_effect": group(effect, predicted), "predicted_log_effect": group(log_effect, predicted),
-            "unpredicted_effect": group(effect, ~predicted), "unpredicted_log_effect": group(log_effect, ~predicted),
-            "most_attending": most_attending, "most_consequential": most_consequential,
-        }
+        return summarize_words(words, chosen, heads, self.contribution["predicted_rank"])
 
     def test_contribution_summary_rederived(self):
         c = self.contribution

@@ -1,6 +1,7 @@
 // The series' set statistics, computed when the site was built (scripts/site/make_sets.mjs: the
-// core's `attention-cli profile` and `contribution` over web/posts/sentences.txt, and the
-// pronoun study over web/posts/pronouns.tsv) with the model the manifest's `sets` names, and
+// core's `attention-cli profile` and `contribution` over web/posts/sentences.txt and the held-out
+// web/posts/heldout.txt, and the pronoun study over web/posts/pronouns.tsv and its held-out
+// cases) with the model the manifest's `sets` names, and
 // checked to be that model's. Read by the posts and the article; fetched once per page.
 import { DEFAULT_MANIFEST_URL, loadManifest } from './engine.js';
 

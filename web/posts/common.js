@@ -5,7 +5,7 @@
 // statistics the site build computed, and the core's head counts summed over the loaded model's
 // results. Text always reaches the page as text nodes (h() from dom.js).
 import { loadSetStatistics } from '../engine/sets.js';
-import { DEFAULT_MANIFEST_URL, loadManifest } from '../engine/engine.js';
+import { DEFAULT_MANIFEST_URL, loadManifest, startBytes } from '../engine/engine.js';
 import { keepForOffline } from '../offline.js';
 import { EngineSession, ViewLoop } from '../runtime/session.js';
 import { readHash, writeHash } from '../runtime/state.js';
@@ -32,7 +32,12 @@ export function loadEngine(status) {
     const live = (engine) => say(`Computed in your browser by ${modelPhrase(describeModel(engine.info))}.`, 'live');
     let loop = null;
     let restarting = false;
+    // The download's size as the article's loader says it (startBytes), once the manifest that
+    // the page's engine asked for first is here: the progress line's total does not jump.
+    let manifest = null;
+    loadManifest(DEFAULT_MANIFEST_URL).then((m) => { manifest = m; }, () => {});
     const session = new EngineSession({
+      expectedBytes: () => startBytes(manifest),
       onChange: (s) => {
         if (s.error) {
           say(`The model did not load: ${s.error.message}`, 'error', attempt);
@@ -55,25 +60,6 @@ export function loadEngine(status) {
       loadManifest(DEFAULT_MANIFEST_URL).then(keepForOffline, () => {});
     };
     attempt();
-  });
-}
-
-// Every result of `texts`, in order (the engine queues them; a memo answers repeats).
-export async function analyzeAll(engine, texts) {
-  const out = [];
-  for (const text of texts) out.push(await engine.analyze(text));
-  return out;
-}
-
-// The core's counts of every head (head_profiles[k].counts, wasm/core/analysis.h) summed over
-// several results of one model: [{layer, head, rows, word_rows, word_next, ...}].
-export function summedCounts(results) {
-  return results[0].head_profiles.map((p, k) => {
-    const total = { layer: p.layer, head: p.head };
-    for (const r of results) {
-      for (const [name, value] of Object.entries(r.head_profiles[k].counts)) total[name] = (total[name] ?? 0) + value;
-    }
-    return total;
   });
 }
 

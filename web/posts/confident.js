@@ -1,21 +1,23 @@
-// "The most confident head is a positional one": for every word of every sentence in the
-// series' set, the head with the highest ratio to uniform for that word's row (the "most
-// confident" head), what it said, and whether its largest weight is on the word's neighbour;
-// then, for the heads that win, how often they point at the neighbour for every word of the set;
-// then the alternative the article uses (SELECTION_RULE: the sharpest content head) and what it
-// changes. All of it computed live from the model in this page.
+// "The most confident head is a positional one": for every word of the series' sentence set,
+// the head with the highest ratio to uniform for that word's row (the "most confident" head),
+// what it said, and whether its largest weight is on the word's neighbour; then, for the heads
+// that win, how often they point at the neighbour for every word; then the alternative the
+// article uses (SELECTION_RULE: the sharpest content head) and what it changes. Over the set and
+// the held-out sentences these were computed when the site was built (attention-cli profile:
+// ConfidentCounts in wasm/core/sentence_set.h, the same choices as the functions below, with
+// bootstrap intervals); over the reader's sentence, live in this page.
 // First of all imports, so that it runs before the figures' modules are evaluated.
 import '../start-engine.js';
 import '../runtime/standalone.js';
 import '../widgets/attention-compare.js';
-import { SENTENCE_SET } from './sentences.js';
 import {
-  analyzeAll, countWord, fillFacts, fmt, h, headLabel, headShort, labelChip, loadEngine, percent, readHash,
-  share, analyzeReadersSentence, replaceKeepingFocus, scrollBox, summedCounts,
+  countWord, fillFacts, fmt, h, headLabel, headShort, labelChip, loadEngine, loadSetStatistics, percent, readHash,
+  analyzeReadersSentence, replaceKeepingFocus, scrollBox, withInterval,
 } from './common.js';
-import { attentionRow, ROLE, rowStat } from '../engine/result.js';
-import { rowRelation, SELECTION_RULE, sharpestAndBroadest } from '../widgets/data.js';
+import { ROLE, rowStat } from '../engine/result.js';
+import { rowRelation, sharpestAndBroadest } from '../widgets/data.js';
 import { thousands } from '../widgets/format.js';
+import { PRESETS } from '../content.js';
 
 const status = document.getElementById('status');
 const yoursSlot = document.getElementById('yours');
@@ -38,42 +40,6 @@ export function confidentHeads(result) {
   }
   return out;
 }
-
-// The same choice with each weight read through the size of what it mixes in (Kobayashi et
-// al. 2020): a_ij x ||W_O^h v_j||, renormalised per row; for every word, the head whose weighted
-// row has the highest ratio to uniform, and whether its largest share is on a neighbour.
-export function valueWeightedConfident(result, norms) {
-  const out = [];
-  for (let token = 0; token < result.n; ++token) {
-    if (result.roles[token] !== ROLE.ordinary) continue;
-    let best = null;
-    for (let layer = 0; layer < result.layers; ++layer) {
-      for (let head = 0; head < result.heads; ++head) {
-        const row = attentionRow(result, layer, head, token);
-        const offset = (layer * result.heads + head) * result.n;
-        let total = 0;
-        let max = -1;
-        let argmax = 0;
-        for (let j = 0; j < result.n; ++j) {
-          const w = row[j] * norms.value_norms[offset + j];
-          total += w;
-          if (w > max) {
-            max = w;
-            argmax = j;
-          }
-        }
-        const ratio = total > 0 ? (max / total) * result.n : 0;
-        if (!best || ratio > best.ratio) best = { layer, head, argmax, share: total > 0 ? max / total : 0, ratio };
-      }
-    }
-    out.push({ token, ...best, positional: Math.abs(best.argmax - token) === 1 });
-  }
-  return out;
-}
-
-// Whether position j holds another word than position i: an ordinary token of a different word
-// (not punctuation, not [CLS] or [SEP], not a piece of the same word).
-const otherWord = (result, i, j) => result.roles[j] === ROLE.ordinary && result.tokens[j].word !== result.tokens[i].word;
 
 const saying = (result, word, x) => `${word} \u2192 ${result.tokens[x.argmax].text}, ${fmt(x.max, 3)}`;
 
@@ -101,94 +67,101 @@ function wordTable(result, rows, selected) {
     h('td', { text: fmt(x.content.ratio_to_uniform, 2) }))))));
 }
 
-async function main() {
-  const { engine, loop } = await loadEngine(status);
-  const results = await analyzeAll(engine, SENTENCE_SET);
-  const perSentence = results.map(confidentHeads);
-  const all = perSentence.flat();
-  const positional = all.filter((x) => x.positional);
-  // Which heads win, and how often each winner points at the neighbour for every word of the set.
-  const wins = new Map();
-  for (const x of all) {
-    const key = `${x.overall.layer},${x.overall.head}`;
-    wins.set(key, (wins.get(key) ?? 0) + 1);
-  }
-  const counts = summedCounts(results);
-  const winners = [...wins.entries()].sort((a, b) => b[1] - a[1]).map(([key, n]) => {
-    const [layer, head] = key.split(',').map(Number);
-    const c = counts[layer * results[0].heads + head];
-    return { layer, head, wins: n, next: share(c.word_next, c.word_rows_with_next), previous: share(c.word_previous, c.word_rows_with_previous), words: c.word_rows };
+// The winners over one set's profile: each head that is the most confident for some word, with
+// its share of word rows pointing at the next and the previous token over the whole set.
+function winnersOf(profile, wins) {
+  return wins.map((n, k) => ({ k, n })).filter((x) => x.n > 0).sort((a, b) => b.n - a.n).map(({ k, n }) => {
+    const x = profile.heads[k];
+    return { layer: x.layer - 1, head: x.head - 1, label: x.label, wins: n, next: x.shares.word_next.estimate.value, previous: x.shares.word_previous.estimate.value };
   });
-  const contentTier1 = all.filter((x) => x.content.tier === 1).length;
-  const contentHeads = new Set(all.map((x) => `${x.content.layer},${x.content.head}`)).size;
-  const mean = (list, f) => list.reduce((a, x) => a + f(x), 0) / list.length;
-  const overallTargets = new Set(all.map((x) => x.relation || 'another word'));
-  const positionalShare = share(positional.length, all.length);
+}
+
+async function drawSet() {
+  const { set } = await loadSetStatistics();
+  const p = set.profile;
+  const q = set.heldout.profile;
+  const c = p.confident;
+  const d = q.confident;
+  const level = p.bootstrap.level;
+  const winners = winnersOf(p, c.wins);
+  // A winner "does the same thing for every word" when its label is positional and it points at
+  // that neighbour for at least 90% of the word rows that have one.
+  const steady = winners.filter((w) => Math.max(w.next, w.previous) >= 0.9);
+  const steadyWins = steady.reduce((a, w) => a + w.wins, 0);
+  const holds = c.positional_share.low > 0.5 && d.positional_share.low > 0.5;
+  const claim = holds ? 'The most confident head is a positional one' : 'The most confident head is not always a positional one';
+  const vwWinners = winnersOf(p, c.value_weighted_wins);
+  const contentHeads = c.content_wins.filter((n) => n > 0).length;
+  const relations = Object.entries(c.relations).filter(([, n]) => n > 0).map(([name, n]) => `${name} for ${thousands(n)}`).join(', ');
+  const pct = (v) => percent(v);
   fillFacts(document, {
-    titleClaim: positionalShare >= 0.5 ? 'The most confident head is a positional one' : 'The most confident head is not always a positional one',
-    titleCounts: `for ${thousands(positional.length)} of ${thousands(all.length)} words in ${SENTENCE_SET.length} sentences`,
-    words: thousands(all.length),
-    sentences: SENTENCE_SET.length,
-    positional: thousands(positional.length),
-    positionalShare: percent(positionalShare),
-    neighbourWords: (() => {
-      const words = perSentence.flatMap((rows, k) => rows.filter((x) => x.positional && otherWord(results[k], x.token, x.overall.argmax)));
-      return `${thousands(words.length)} of ${thousands(all.length)} words (${percent(share(words.length, all.length))})`;
-    })(),
+    titleClaim: claim,
+    titleCounts: `for ${pct(c.positional_share.value)} of ${thousands(c.words)} words in ${p.sentences} sentences, and ${pct(d.positional_share.value)} of ${thousands(d.words)} held out`,
+    words: thousands(c.words),
+    sentences: String(p.sentences),
+    heldoutSentences: String(q.sentences),
+    heldoutWords: thousands(d.words),
+    level: percent(level, 0),
+    positional: thousands(c.positional),
+    positionalShare: pct(c.positional_share.value),
+    positionalInterval: `${percent(level, 0)} interval ${pct(c.positional_share.low)} to ${pct(c.positional_share.high)}`,
+    heldoutPositional: `${thousands(d.positional)} of ${thousands(d.words)}, ${withInterval(d.positional_share, pct, level)}`,
+    neighbourWords: `${thousands(c.neighbour_word)} of ${thousands(c.words)} words, ${withInterval(c.neighbour_word_share, pct, level)}; held out ${withInterval(d.neighbour_word_share, pct, level)}`,
     winnerCount: countWord(winners.length, true),
-    winnerList: winners.map((w) => `${headShort(w.layer, w.head)} (${w.wins} words)`).join(', '),
-    relations: [...overallTargets].join(', '),
-    contentTier1: `${contentTier1} of ${all.length}`,
+    winnerList: winners.map((w) => `${headShort(w.layer, w.head)} (${thousands(w.wins)} words)`).join(', '),
+    steady: steady.length
+      ? `${steady.map((w) => headShort(w.layer, w.head)).join(' and ')} ${steady.length === 1 ? 'does' : 'do'} the same thing for nearly every word: ${steady.length === 1 ? 'it points' : 'each points'} at ${steady.length === 1 ? 'its' : 'its own'} neighbour for at least 90% of the word rows that have one, and together they hold ${thousands(steadyWins)} of the ${thousands(c.words)} wins`
+      : 'No winner points at the same neighbour for 90% of the word rows',
+    steadyOthers: (() => {
+      const others = winners.filter((w) => !steady.includes(w));
+      return others.length
+        ? `The other ${others.length === 1 ? 'winner' : `${countWord(others.length, true)} winners`} (${others.map((w) => `${headShort(w.layer, w.head)}, ${w.label}, ${thousands(w.wins)} ${w.wins === 1 ? 'word' : 'words'}`).join('; ')}) ${others.length === 1 ? 'wins' : 'win'} for a few words only, where ${others.length === 1 ? 'its' : 'their'} row happens to be sharpest.`
+        : '';
+    })(),
+    relations,
+    contentTier1: `${thousands(c.content_rows)} of ${thousands(c.words)}`,
     contentHeads: countWord(contentHeads, true),
-    overallRatio: fmt(mean(all, (x) => x.overall.ratio_to_uniform), 2),
-    contentRatio: fmt(mean(all, (x) => x.content.ratio_to_uniform), 2),
-    rule: SELECTION_RULE,
+    overallRatio: fmt(c.mean_ratio, 2),
+    contentRatio: fmt(c.mean_content_ratio, 2),
+    vwPositional: `${thousands(c.value_weighted_positional)} of ${thousands(c.words)}`,
+    vwShare: `${withInterval(c.value_weighted_share, pct, level)}; held out ${withInterval(d.value_weighted_share, pct, level)}`,
+    vwWinners: vwWinners.map((w) => `${headShort(w.layer, w.head)} (${thousands(w.wins)})`).join(', '),
+    vwVerdict: c.value_weighted_share.low > 0.5 && d.value_weighted_share.low > 0.5
+      ? 'So weighting by the values leaves the trap where it was.'
+      : 'So weighting by the values moves many words away from the positional heads.',
   });
-  // Value-weighted: the core's value norms (analyzeAblated with valueNorms, no head removed);
-  // the paragraph keeps its placeholder wording if this engine build has none.
-  try {
-    const weighted = [];
-    for (const r of results) {
-      const norms = await engine.analyzeAblated(r.text, { valueNorms: true });
-      if (!norms || norms.n !== r.n) throw new Error('no value norms');
-      weighted.push(...valueWeightedConfident(r, norms));
-    }
-    const vwPositional = weighted.filter((x) => x.positional).length;
-    const vwWins = new Map();
-    for (const x of weighted) vwWins.set(headShort(x.layer, x.head), (vwWins.get(headShort(x.layer, x.head)) ?? 0) + 1);
-    fillFacts(document, {
-      vwPositional: `${vwPositional} of ${weighted.length}`,
-      vwShare: percent(share(vwPositional, weighted.length)),
-      vwWinners: [...vwWins.entries()].sort((a, b) => b[1] - a[1]).map(([tag, n]) => `${tag} (${n})`).join(', '),
-      vwVerdict: share(vwPositional, weighted.length) >= 0.5 ? 'So weighting by the values leaves the trap where it was.' : 'So weighting by the values moves most words away from the positional heads.',
-    });
-    document.getElementById('value-weighted').dataset.ready = 'true';
-    document.getElementById('value-weighted').dataset.positional = String(vwPositional);
-  } catch {
-    // The paragraph says what it would compute.
-  }
-  document.title = `${positionalShare >= 0.5 ? 'The most confident head is a positional one' : 'The most confident head is not always a positional one'}`;
+  document.title = claim;
   winnersSlot.replaceChildren(scrollBox('div.scroll', 'The heads most confident for some word', h('table.data', { dataset: { scope: 'winners' } },
-    h('caption', { text: `The heads that are most confident for some word, and what they do for every word of the ${SENTENCE_SET.length} sentences` }),
-    h('thead', {}, h('tr', {}, ['Head', 'Label', 'Most confident for', 'Says the next token', 'Says the previous token']
+    h('caption', { text: `The heads that are most confident for some word of the ${p.sentences} sentences, and what they do for every word of the set` }),
+    h('thead', {}, h('tr', {}, ['Head', 'Label over the set', 'Most confident for', 'Says the next token', 'Says the previous token']
       .map((t, k) => h('th', { scope: 'col', class: k < 2 ? 'text' : undefined, text: t })))),
     h('tbody', {}, winners.map((w) => h('tr', { dataset: { layer: String(w.layer), head: String(w.head), wins: String(w.wins), next: String(w.next), previous: String(w.previous) } },
       h('th', { scope: 'row', class: 'text', text: headShort(w.layer, w.head) }),
-      h('td.text', {}, labelChip(headLabel(results[0], w.layer, w.head))),
-      h('td', { text: `${w.wins} words` }),
+      h('td.text', {}, labelChip(w.label)),
+      h('td', { text: `${thousands(w.wins)} words` }),
       h('td', { text: percent(w.next) }),
       h('td', { text: percent(w.previous) })))))),
-  h('p.note', { text: `Label: the engine\u2019s label for the head over the first sentence. The two shares are over the set\u2019s ${winners[0]?.words ?? 0} word rows, each counted only where the word has a next (previous) token in the sentence.` }));
-  winnersSlot.dataset.ready = 'true';
+  h('p.note', { text: `Label: the engine\u2019s rule over the whole set (the heads post explains it). The two shares are over the set\u2019s word rows, each counted only where the word has a next (previous) token.` }));
+  Object.assign(winnersSlot.dataset, { ready: 'true', positional: String(c.positional), words: String(c.words) });
+  document.getElementById('value-weighted').dataset.ready = 'true';
+  document.getElementById('value-weighted').dataset.positional = String(c.value_weighted_positional);
+}
+
+async function main() {
+  const setDrawn = drawSet().catch((error) => {
+    winnersSlot.replaceChildren(h('p.error-line', { role: 'status', text: error.message }));
+  });
+  const { loop } = await loadEngine(status);
   loop.onRestart = () => drawYours(loop);
   await drawYours(loop);
   addEventListener('hashchange', () => drawYours(loop));
+  await setDrawn;
 }
 
 async function drawYours(loop) {
   const state = readHash(HASH);
   const mine = await analyzeReadersSentence({
-    loop, hash: HASH, slot: yoursSlot, redraw: () => drawYours(loop), fallback: SENTENCE_SET[0],
+    loop, hash: HASH, slot: yoursSlot, redraw: () => drawYours(loop), fallback: PRESETS[0],
   });
   if (!mine) return;
   const { sentence, form, error, result } = mine;

@@ -25,19 +25,53 @@ const HASH = { s: 'text', w: 'index', o: 'text' };
 const rho = (v) => fmt(v, 3);
 const excludesZero = (e) => e.low > 0 || e.high < 0;
 
-// One plain sentence per finding, chosen by what the intervals and the p-value say.
-export function conclusion(s) {
-  const a = s.agreement;
-  const agreement = a.p_value < 0.05
-    ? `The most-attending head is the most consequential one somewhat more often than chance that keeps both distributions gives (${a.observed} against ${fmt(a.expected, 0)} expected, p = ${fmt(a.p_value, 3)})`
-    : `There is no evidence that the most-attending head is the most consequential one more often than chance that keeps both distributions (${a.observed} against ${fmt(a.expected, 0)} expected, p = ${fmt(a.p_value, 2)})`;
-  const beyond = excludesZero(s.rho_beyond_head)
-    ? `a word's own attention adds ${rho(s.rho_beyond_head.value)} to the per-word correlation beyond what head identity gives (${rho(s.rho_per_word.value)} against ${rho(s.rho_constant_attention.value)})`
-    : `there is no evidence that a word's own attention adds to the per-word correlation beyond head identity (${rho(s.rho_per_word.value)} against ${rho(s.rho_constant_attention.value)})`;
-  const within = excludesZero(s.within_rho)
-    ? `within a head, attention and effect go together only weakly (rank correlation ${rho(s.within_rho.value)}, ${rho(s.within_rho_log.value)} in log-probability)`
-    : `within a head there is no evidence that attention predicts effect in probability (rank correlation ${rho(s.within_rho.value)}; ${rho(s.within_rho_log.value)} in log-probability)`;
+// A finding holds only where it holds on both sets: the series' set and the held-out sentences
+// (written before any result on them was computed). Each sentence below is chosen by what the
+// intervals and p-values of both say; `a` and `b` are the two sets' contribution summaries.
+const SIGNIFICANT = 0.05;
+export function agreementHolds(a, b) {
+  return a.agreement.position_kept.p_value < SIGNIFICANT && b.agreement.position_kept.p_value < SIGNIFICANT;
+}
+
+export function conclusion(a, b) {
+  const pair = (x, y, f) => `${f(x)} on the set, ${f(y)} on the held-out sentences`;
+  const agreed = (s) => `${thousands(s.agreement.observed)} against ${fmt(s.agreement.position_kept.expected, 0)} expected (p = ${fmt(s.agreement.position_kept.p_value, 2)})`;
+  const agreement = agreementHolds(a, b)
+    ? `The most-attending head is the most consequential one more often than chance, even with each word's position kept (${pair(a, b, agreed)})`
+    : `Once each word's position is kept, the most-attending head is the most consequential one about as often as chance gives (${pair(a, b, agreed)}): no evidence of more`;
+  const beyondHolds = excludesZero(a.rho_beyond_head) && excludesZero(b.rho_beyond_head) && a.rho_beyond_head.value > 0 && b.rho_beyond_head.value > 0;
+  const beyond = beyondHolds
+    ? `a word's own attention adds a little to the per-word correlation beyond what head identity gives (${pair(a, b, (s) => rho(s.rho_beyond_head.value))})`
+    : `there is no evidence on both sets that a word's own attention adds to the per-word correlation beyond head identity (${pair(a, b, (s) => rho(s.rho_beyond_head.value))})`;
+  const logHolds = excludesZero(a.within_rho_log) && excludesZero(b.within_rho_log) && a.within_rho_log.value > 0 && b.within_rho_log.value > 0;
+  const probabilityHolds = excludesZero(a.within_rho) && excludesZero(b.within_rho) && a.within_rho.value > 0 && b.within_rho.value > 0;
+  const within = (logHolds
+    ? `within a head, a larger weight on a word goes with a larger change in its log-probability, weakly (rank correlation ${pair(a, b, (s) => rho(s.within_rho_log.value))})`
+    : `within a head there is no evidence on both sets that a larger weight goes with a larger change in log-probability (${pair(a, b, (s) => rho(s.within_rho_log.value))})`)
+    + (probabilityHolds ? '' : `; measured as the change in probability itself, the correlation does not hold on both sets (${pair(a, b, (s) => rho(s.within_rho.value))})`);
   return `${agreement}; ${beyond}; and ${within}. Over these sentences, how much a head attends is a weak guide to what removing it does to a given word.`;
+}
+
+// The set statistics of both sets and both ablations side by side, each with its interval.
+function claimsTable(parts, level) {
+  const est = (e, f) => `${f(e.value)} [${f(e.low)}, ${f(e.high)}]`;
+  const rows = [
+    ['Words', (s) => thousands(s.words)],
+    ['Most attending = most consequential', (s) => `${thousands(s.agreement.observed)} (${percent(s.agreement.share.value)})`],
+    ['Chance, both distributions kept', (s) => `${fmt(s.agreement.expected, 1)}, p = ${fmt(s.agreement.p_value, 3)}`],
+    ['Chance, position kept too', (s) => `${fmt(s.agreement.position_kept.expected, 1)}, p = ${fmt(s.agreement.position_kept.p_value, 3)}`],
+    ['Per-word ρ over heads', (s) => est(s.rho_per_word, rho)],
+    ['… with head identity alone', (s) => est(s.rho_constant_attention, rho)],
+    ['… what the word’s attention adds', (s) => est(s.rho_beyond_head, rho)],
+    ['Within-head ρ, probability', (s) => est(s.within_rho, rho)],
+    ['Within-head ρ, log-probability', (s) => est(s.within_rho_log, rho)],
+    ['Top-1 guess survives a removal', (s) => est(s.top1_survival, (v) => percent(v))],
+  ];
+  const caption = `The set statistics on both sentence sets, with each head zeroed and with it replaced by its mean output (${percent(level, 0)} intervals in brackets)`;
+  return scrollBox('div.scroll', caption, h('table.data', { dataset: { scope: 'claims' } },
+    h('caption', { text: caption }),
+    h('thead', {}, h('tr', {}, [h('th', { scope: 'col', class: 'text', text: 'Statistic' }), ...parts.map((p) => h('th', { scope: 'col', text: p.name }))])),
+    h('tbody', {}, rows.map(([name, f]) => h('tr', {}, h('th', { scope: 'row', class: 'text', text: name }), ...parts.map((p) => h('td', { text: f(p.summary) })))))));
 }
 
 function headTable(summary, caption) {
@@ -64,11 +98,24 @@ async function drawSet() {
   const c = set.contribution;
   const s = c.summary;
   const a = s.agreement;
+  const held = set.heldout.contribution.summary;
+  const mean = set.contribution_mean;
+  const heldMean = set.heldout.contribution_mean;
+  const holds = agreementHolds(s, held);
   const level = c.bootstrap.level;
   const top = s.per_head.reduce((best, x) => (x.most_attending > best.most_attending ? x : best));
   const of = (count) => `${thousands(count)} of the ${thousands(s.words)} words (${percent(count / s.words)})`;
   fillFacts(document, {
-    titleCounts: `over ${thousands(s.words)} masked words, the most-attending head is the most consequential one for ${thousands(a.observed)}, where chance gives ${fmt(a.expected, 0)}`,
+    titleCounts: holds
+      ? `over ${thousands(s.words + held.words)} masked words, the most-attending head is the most consequential one more often than chance`
+      : `over ${thousands(s.words + held.words)} masked words, the most-attending head is the most consequential one about as often as chance`,
+    heldoutSentences: String(set.heldout.contribution.sentences),
+    heldoutWords: thousands(held.words),
+    positionKept: `${fmt(a.position_kept.expected, 1)} agreements, p = ${fmt(a.position_kept.p_value, 3)}; on the held-out sentences ${thousands(held.agreement.observed)} against ${fmt(held.agreement.position_kept.expected, 1)}, p = ${fmt(held.agreement.position_kept.p_value, 3)}`,
+    meanTokens: thousands(mean.ablation.mean_tokens),
+    meanSame: `${thousands(mean.same_most_consequential)} of the ${thousands(s.words)} words (${percent(mean.same_most_consequential / s.words)}; ${percent(heldMean.same_most_consequential / held.words)} on the held-out sentences)`,
+    meanAgreement: `${thousands(mean.summary.agreement.observed)} against ${fmt(mean.summary.agreement.position_kept.expected, 1)} with position kept (p = ${fmt(mean.summary.agreement.position_kept.p_value, 3)})`,
+    meanRho: `${rho(mean.summary.rho_per_word.value)} against ${rho(s.rho_per_word.value)}`,
     sentences: String(c.sentences),
     words: thousands(s.words),
     setModel: `the f32 file of the model this page runs, ${set.model.name}`,
@@ -93,12 +140,18 @@ async function drawSet() {
     withinRho: withInterval(s.within_rho, rho, level),
     withinRhoLog: withInterval(s.within_rho_log, rho, level),
     survival: withInterval(s.top1_survival, (v) => percent(v), level),
-    conclusion: conclusion(s),
+    conclusion: conclusion(s, held),
     pageFidelity: pageFidelity(set)?.predictions ?? 'they are the file the set below was computed with',
   });
   const link = document.getElementById('words-link');
   link.href = wordsUrl;
-  survivalSlot.replaceChildren(headTable(s, `Each head over the ${thousands(s.words)} masked words of the set`));
+  const parts = [
+    { name: `Set, zeroed (${c.sentences} sentences)`, summary: s },
+    { name: `Held out, zeroed (${set.heldout.contribution.sentences})`, summary: held },
+    { name: 'Set, mean', summary: mean.summary },
+    { name: 'Held out, mean', summary: heldMean.summary },
+  ];
+  survivalSlot.replaceChildren(claimsTable(parts, level), headTable(s, `Each head over the ${thousands(s.words)} masked words of the set (heads zeroed)`));
   Object.assign(survivalSlot.dataset, { words: String(s.words), agree: String(a.observed), expected: String(a.expected), pValue: String(a.p_value) });
   survivalSlot.dataset.ready = 'true';
 }

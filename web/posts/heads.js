@@ -70,16 +70,24 @@ function profileTable(heads, caption, scope) {
       },
       h('th', { scope: 'row', class: 'text', text: headShort(x.layer, x.head) }),
       h('td.text', {}, labelChip(x.label)),
-      stable ? h('td', { text: `${percent(x.stability, 0)}${x.borderline ? ' (borderline)' : ''}` }) : null,
+      stable ? h('td', {}, percent(x.stability, 0), x.borderline ? h('small.interval', { text: ' borderline' }) : null) : null,
       h('td', {}, ranged(n.previous, x.intervals?.word_previous)),
       h('td', {}, ranged(n.next, x.intervals?.word_next)),
       ...n.partition.map((p) => h('td', { text: `${p.toFixed(1)}%` })),
-      h('td', { text: x.intervals ? `${fmt(n.entropy, 2)} (${fmt(x.intervals.entropy.low, 2)}\u2013${fmt(x.intervals.entropy.high, 2)})` : fmt(n.entropy, 2) }));
+      h('td', {}, fmt(n.entropy, 2), x.intervals ? h('small.interval', { text: ` ${fmt(x.intervals.entropy.low, 2)}\u2013${fmt(x.intervals.entropy.high, 2)}` }) : null));
     }))));
 }
 
-// Heads of the set profile (layer and head from 1) with one share each, for the prose.
-const names = (list, pick) => (list.length ? list.map((x) => `${headShort(x.layer - 1, x.head - 1)}, ${withInterval(pick(x), (v) => percent(v))}`).join('; ') : 'none');
+// Heads of the set profile (layer and head from 1) with one share each on both sets, for the
+// prose: `other` is the held-out profile (its heads in the same order).
+const names = (list, pick, other) => (list.length
+  ? list.map((x) => {
+    const twin = other.heads.find((y) => y.layer === x.layer && y.head === x.head);
+    return `${headShort(x.layer - 1, x.head - 1)}, ${withInterval(pick(x), (v) => percent(v))}; held out ${withInterval(pick(twin), (v) => percent(v))}`;
+  }).join('. ')
+  : 'none');
+// A head holds a bar on both sets when the whole interval of its share is at or above it on each.
+const onBoth = (p, q, pick) => p.heads.filter((x, k) => pick(x).low >= ALMOST_ALWAYS && pick(q.heads[k]).low >= ALMOST_ALWAYS);
 const headsDo = (n) => `${countWord(n, true)} ${n === 1 ? 'head does' : 'heads do'}`;
 
 // The heads of the set profile, in the table's form.
@@ -93,10 +101,17 @@ function setHeads(profile) {
 async function drawSet() {
   const { set } = await loadSetStatistics();
   const p = set.profile;
+  const q = set.heldout.profile;
   const heads = setHeads(p);
   const first = p.heads[0].counts;
-  const previous = p.heads.filter((x) => x.shares.word_previous.estimate.low >= ALMOST_ALWAYS);
-  const next = p.heads.filter((x) => x.shares.word_next.estimate.low >= ALMOST_ALWAYS);
+  const previous = onBoth(p, q, (x) => x.shares.word_previous.estimate);
+  const next = onBoth(p, q, (x) => x.shares.word_next.estimate);
+  // Which heads put nearly all of a word's row on one neighbour (at least sharp_weight) for
+  // most words, on both sets; and how the other positional heads compare.
+  const sharpWeight = p.confident.sharp_weight;
+  const sharp = p.heads.filter((x, k) => x.sharp_neighbour.estimate.low > 0.5 && q.heads[k].sharp_neighbour.estimate.low > 0.5);
+  const share = (x) => percent(x.sharp_neighbour.estimate.value);
+  const twinOf = (x) => q.heads.find((y) => y.layer === x.layer && y.head === x.head);
   const near = (key) => p.heads.filter((x) => x.shares[key].estimate.value >= ALMOST_ALWAYS && x.shares[key].estimate.low < ALMOST_ALWAYS);
   const tally = {};
   for (const x of p.heads) tally[x.label] = (tally[x.label] ?? 0) + 1;
@@ -105,7 +120,8 @@ async function drawSet() {
   const positional = p.heads.filter((x) => POSITIONAL.has(x.label));
   fillFacts(document, {
     totalWord: countWord(p.heads.length),
-    titleCounts: `over ${p.sentences} sentences, ${countWord(previous.length, true)} almost always ${previous.length === 1 ? 'says' : 'say'} \u201cthe previous token\u201d and ${countWord(next.length, true)} \u201cthe next token\u201d`,
+    titleCounts: `over ${p.sentences} sentences and ${q.sentences} held out, ${countWord(previous.length, true)} almost always ${previous.length === 1 ? 'says' : 'say'} \u201cthe previous token\u201d and ${countWord(next.length, true)} \u201cthe next token\u201d`,
+    heldoutSentences: String(q.sentences),
     setModel: `the f32 file of the model this page runs, ${set.model.name}`,
     sentences: String(p.sentences),
     rows: thousands(first.rows),
@@ -117,18 +133,29 @@ async function drawSet() {
     resamples: thousands(p.bootstrap.resamples),
     stable: percent(p.label_rule.stable_label, 0),
     onlyPrevious: headsDo(previous.length),
-    previousShares: names(previous, (x) => x.shares.word_previous.estimate),
+    previousShares: names(previous, (x) => x.shares.word_previous.estimate, q),
     onlyNext: headsDo(next.length),
-    nextShares: names(next, (x) => x.shares.word_next.estimate),
+    nextShares: names(next, (x) => x.shares.word_next.estimate, q),
     nearMisses: [...near('word_previous'), ...near('word_next')].map((x) => headShort(x.layer - 1, x.head - 1)).join(', ') || 'none',
     labelTally: Object.entries(tally).sort((a, b) => b[1] - a[1]).map(([label, n]) => `${n} ${label}`).join(', '),
     borderline: borderline.length
       ? `${borderline.length} ${borderline.length === 1 ? 'label is' : 'labels are'} borderline: ${borderline.map((x) => `${headShort(x.layer - 1, x.head - 1)} ${x.label} (kept in ${percent(x.label_stability, 0)})`).join(', ')}`
       : 'no label is borderline',
     pageFidelity: pageFidelity(set)?.attention ?? 'the same file the set was computed with',
+    sharpWeight: fmt(sharpWeight, 1),
+    sharpHeads: sharp.length
+      ? `${sharp.map((x) => headShort(x.layer - 1, x.head - 1)).join(' and ')} ${sharp.length === 1 ? 'puts' : 'put'} nearly all of a row on one neighbouring token: at least ${fmt(sharpWeight, 1)} of it for `
+        + `${sharp.map((x) => `${share(x)} of word rows (${share(twinOf(x))} held out)`).join(' and ')}`
+      : `no head puts at least ${fmt(sharpWeight, 1)} of a row on one neighbouring token for most word rows on both sets`,
+    otherPositional: (() => {
+      const others = positional.filter((x) => !sharp.includes(x));
+      return others.length
+        ? `The other positional ${others.length === 1 ? 'head does' : 'heads do'} not: ${others.map((x) => `${headShort(x.layer - 1, x.head - 1)} for ${share(x)} (mean largest weight ${fmt(x.mean_largest_word_weight, 2)})`).join(', ')}. Their largest weight falls on a neighbour more often than anywhere else, but the rest of the row goes to the words.`
+        : '';
+    })(),
     conclusion: `In this model ${countWord(positional.length, true)} of the ${countWord(p.heads.length, true)} heads are positional by the core\u2019s rule: `
       + `${positional.map((x) => `${headShort(x.layer - 1, x.head - 1)} (${x.label})`).join(', ') || 'none'}; `
-      + `${countWord(previous.length + next.length, true)} of them point at their neighbour for at least ${percent(ALMOST_ALWAYS, 0)} of the words that have one, with the whole ${percent(level, 0)} interval above that bar. `
+      + `${countWord(previous.length + next.length, true)} of them point at their neighbour for at least ${percent(ALMOST_ALWAYS, 0)} of the words that have one, with the whole ${percent(level, 0)} interval above that bar on the set and on the ${q.sentences} held-out sentences. `
       + `The other labels describe tendencies, not rules${borderline.length ? `, and ${countWord(borderline.length, true)} of them could change with another sample of sentences` : ''}.`,
   });
   document.title = `${countWord(p.heads.length)} heads, and what each one does`;
