@@ -8,7 +8,7 @@
 // opens the live instrument on exactly that state as soon as the model is ready.
 // First of all imports, so that it runs before the figures' modules are evaluated.
 import { modelChoice } from './start-engine.js';
-import { DEFAULT_MANIFEST_URL, loadManifest, manifestModel } from './engine/engine.js';
+import { DEFAULT_MANIFEST_URL, loadManifest, manifestModel, startBytes } from './engine/engine.js';
 import { EngineSession, ViewLoop } from './runtime/session.js';
 // A figure placed on the page with its own sentence (by an author's script) follows its attributes.
 import './runtime/standalone.js';
@@ -57,7 +57,8 @@ const page = {
 // The engine, its download's progress, a failure, a restart after a trap (web/runtime/session.js).
 const session = new EngineSession({
   options: modelChoice(),
-  expectedBytes: () => (page.manifest ? page.manifest.engine.bytes + (manifestModel(page.manifest, page.manifest.default)?.bytes ?? 0) : 0),
+  // What the start fetches (the engine and the model's core), not the whole model file.
+  expectedBytes: () => startBytes(page.manifest, session.options),
   onChange: () => sessionChanged(),
 });
 

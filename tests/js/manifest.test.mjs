@@ -1,10 +1,14 @@
 // Model keys looked up in the manifest (web/engine/engine.js manifestModel), in Node: a key from
 // a link finds only the manifest's own entries, never Object.prototype's members (security
-// review F11), and the engine refuses such a key by name before it downloads anything.
+// review F11), and the engine refuses such a key by name before it downloads anything; what the
+// engine's start downloads (startBytes, the loaders' total) on the shipped manifest.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 
-import { createEngine, EngineError, manifestModel } from '../../web/engine/engine.js';
+import { createEngine, EngineError, manifestModel, startBytes } from '../../web/engine/engine.js';
+import { requireInputs } from './inputs.mjs';
 
 const INHERITED = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf'];
 // JSON.parse makes "own" an own entry like any other; the engine files do not exist, so a
@@ -31,4 +35,20 @@ test('createEngine refuses a key the manifest does not have, naming it', async (
       return true;
     });
   }
+});
+
+// The loaders said "4.4 MB of 20.1 MB" (the whole model file) and then "Downloaded 5.3 MB": a
+// split model's start fetches the engine and the core only.
+test('startBytes is what the engine\u2019s start fetches: the engine and the core of a split model, the file of a single one', (t) => {
+  const path = fileURLToPath(new URL('../../web/models/manifest.json', import.meta.url));
+  if (!requireInputs(t, [path], 'run node scripts/site/build_site.mjs')) return;
+  const shipped = JSON.parse(readFileSync(path, 'utf8'));
+  const entry = manifestModel(shipped, shipped.default);
+  assert.ok(entry.core && entry.shards, 'the shipped default model is split');
+  assert.equal(startBytes(shipped), shipped.engine.bytes + entry.core.bytes);
+  assert.ok(startBytes(shipped) < shipped.engine.bytes + entry.bytes / 2, `${startBytes(shipped)} B is not the start's size`);
+  assert.equal(startBytes(shipped, { single: true }), shipped.engine.bytes + entry.bytes);
+  // Unknown: a model named by its address, or no manifest (the loader then counts what it hears).
+  assert.equal(startBytes(shipped, { modelUrl: 'https://example.org/m.attn' }), 0);
+  assert.equal(startBytes(null), 0);
 });

@@ -21,7 +21,7 @@
 // path that names engine.js, and is the engine's public API (the modules' other exports are
 // for each other).
 export { describeWasmFailure, EngineError, isSuperseded, thousands } from './errors.js';
-export { DEFAULT_MANIFEST_URL, loadManifest, manifestModel, MAX_MODEL_FILE_BYTES, notWasm } from './files.js';
+export { DEFAULT_MANIFEST_URL, loadManifest, manifestModel, MAX_MODEL_FILE_BYTES, notWasm, startBytes } from './files.js';
 export { AttentionEngine, createEngine, ENGINE_FILES, hasRelaxedSimd, MAX_TEXT_CHARS, tooLong, wellFormed } from './local.js';
 export { hostOperation, operationArgs, OPERATIONS, runEngineOperation } from './protocol.js';
 export { currentEngine, EngineClient, getEngine, getSideEngine, onEngineProgress, resetSharedEngine, WORKER_URL } from './client.js';

@@ -309,11 +309,25 @@ export function manifestModel(manifest, key) {
 export function modelSource({ manifest, base, model, modelUrl, single = false }) {
   const entry = modelUrl ? null : manifestModel(manifest, model ?? manifest?.default);
   if (!modelUrl && !entry) return null;
-  const split = !modelUrl && !single && entry.core && entry.shards ? entry : null;
+  const split = !modelUrl && isSplit(entry, single) ? entry : null;
   const file = split ? entry.core : entry;
   const url = new URL(modelUrl ?? file.file, base).href;
   const checksum = checksumOf(file);
   return { entry, split, file, url, checksum, cacheKey: checksum ? `${url}?sha256=${checksum.sha256}` : null };
+}
+
+// Whether the engine loads a model entry in the split layout: its core at the start, the rows
+// of its table of word embeddings as sentences need them (single: the whole file instead).
+const isSplit = (entry, single = false) => Boolean(!single && entry.core && entry.shards);
+
+// How many bytes the engine's start downloads for a choice (modelSource's, from the manifest):
+// the engine's WebAssembly and the model file, or only its core where the model is split. The
+// loader's "of ... MB" is this, what is fetched, not the size of the whole file; 0 where the
+// manifest does not say (a model file named by its address).
+export function startBytes(manifest, { model, modelUrl, single = false } = {}) {
+  const entry = modelUrl ? null : manifestModel(manifest, model ?? manifest?.default);
+  if (!entry || !manifest.engine?.bytes) return 0;
+  return manifest.engine.bytes + (isSplit(entry, single) ? entry.core.bytes : entry.bytes);
 }
 
 // The page's own request for the model file, made as soon as it has the manifest, while its
