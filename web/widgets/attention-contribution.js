@@ -12,7 +12,7 @@ import { isSuperseded } from '../engine/engine.js';
 import { attentionRow, ROLE } from '../engine/result.js';
 import { CONTROLS_CSS, TokenChips } from './controls.js';
 import { h, scrollBox, setText } from './dom.js';
-import { fmt, fmtProbability, fmtWeight, headShort, superscript, thousands } from './format.js';
+import { fmt, fmtProbability, fmtWeight, headShort, signed, thousands } from './format.js';
 import { MASK_TEXT, PREDICTION_CSS, startWhenAsked, withVocabularyProgress } from './attention-prediction.js';
 
 
@@ -115,16 +115,6 @@ export function spearman(x, y) {
     syy += (ry[i] - my) ** 2;
   }
   return sxx > 0 && syy > 0 ? sxy / Math.sqrt(sxx * syy) : NaN;
-}
-
-// A change in probability, readable when it is small: 4 decimals, or 2 significant digits.
-export function signed(value) {
-  if (value === 0) return '0';
-  const sign = value > 0 ? '+' : '\u2212';
-  const a = Math.abs(value);
-  if (a >= 1e-3) return `${sign}${a.toFixed(4)}`;
-  const [mantissa, exponent] = a.toExponential(1).split('e');
-  return `${sign}${mantissa}\u00d710${superscript(Number(exponent))}`;
 }
 
 const CSS = `

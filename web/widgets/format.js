@@ -22,6 +22,17 @@ export function fmtProbability(value) {
   return a >= 1e-4 ? value.toPrecision(2) : value.toExponential(1);
 }
 
+// A change (a difference of two weights or probabilities), readable when it is small, with its
+// sign: 4 decimals, or 2 significant digits.
+export function signed(value) {
+  if (value === 0) return '0';
+  const sign = value > 0 ? '+' : '\u2212';
+  const a = Math.abs(value);
+  if (a >= 1e-3) return `${sign}${a.toFixed(4)}`;
+  const [mantissa, exponent] = a.toExponential(1).split('e');
+  return `${sign}${mantissa}\u00d710${superscript(Number(exponent))}`;
+}
+
 export function fmt(value, digits = 3) {
   if (!Number.isFinite(value)) return String(value);
   const text = Math.abs(value).toFixed(digits);
