@@ -9,7 +9,7 @@
 // First of all imports, so that it runs before the figures' modules are evaluated.
 import { modelChoice } from './start-engine.js';
 import { DEFAULT_MANIFEST_URL, loadManifest, manifestModel, startBytes } from './engine/engine.js';
-import { EngineSession, ViewLoop } from './runtime/session.js';
+import { EngineSession, PairLoop, ViewLoop } from './runtime/session.js';
 // A figure placed on the page with its own sentence (by an author's script) follows its attributes.
 import './runtime/standalone.js';
 import { createStore, DEFAULT_STATE, formatHash, parseHash, PERMALINK_DEFAULTS, writeHash } from './runtime/state.js';
@@ -28,6 +28,8 @@ import './widgets/softmax-lab.js';
 import './widgets/attention-compare.js';
 import './widgets/attention-heads.js';
 import './widgets/attention-precision.js';
+import './widgets/attention-map.js';
+import './widgets/attention-pair.js';
 
 const figures = [...document.querySelectorAll('[data-figure]')];
 const loader = document.getElementById('loader');
@@ -116,6 +118,20 @@ const vectors = figures.some((figure) => figure.constructor.needsVectors);
 const loop = new ViewLoop(session, { channel: 'article', vectors });
 
 function viewFor(state) {
+// The figure that reads two sentences through the same head (<attention-pair>) has its own
+// sentences and word, and the head of the view the other figures take (`main`). It has no
+// precomputed example: it goes live as soon as the engine is ready.
+const pairFigures = figures.filter((figure) => figure.constructor.comparesSentences);
+const pairLoop = new PairLoop(session, { channel: 'article-pair' });
+function pairViewFor(state, main) {
+  return pairLoop.view(true, {
+    sentence: state.pairSentence,
+    selection: { token: state.pairToken, layer: main.layer ?? -1, head: main.head ?? -1 },
+    wordText: DEFAULT_WORD_TEXT,
+    model: page.model, showSpecial: state.showSpecial, sources: page.sources,
+  }, state.pairAgainst);
+}
+
   return loop.view(state.live, (live) => ({
     example: page.example,
     sentence: live ? state.sentence : page.example?.text ?? state.sentence,
@@ -156,6 +172,9 @@ async function draw() {
   const view = await viewFor(state);
   if (!view) return;
   const push = pushPending;
+  // Null when a newer render overtook it: that render draws the pair figure.
+  const pairView = pairFigures.length ? await pairViewFor(state, view) : null;
+  if (!loop.isNewest(view)) return;
   pushPending = false;
   lastView = view;
   // The URL first, while the page's layout is still clean: a history entry makes Chromium lay
@@ -172,14 +191,16 @@ async function draw() {
   let drawn = 0;
   for (const figure of figures) {
     if (farOffScreen(figure)) {
-      keepView(figure, view);
+    const shown = pairFigures.includes(figure) ? pairView : view;
+    if (!shown) continue;
+      keepView(figure, shown);
       continue;
     }
     if (drawn++ > 0) {
       await yieldToPage();
       if (!loop.isNewest(view)) return;
     }
-    giveView(figure, view);
+    giveView(figure, shown);
   }
   fillFacts(factElements, facts(view));
   settleOffscreen();
@@ -320,6 +341,7 @@ function facts(view) {
   const dHead = r.hidden / r.heads;
   Object.assign(f, {
     layers: r.layers, heads: r.heads, hidden: r.hidden, headDim: dHead, scale: fmt(Math.sqrt(dHead), Number.isInteger(Math.sqrt(dHead)) ? 0 : 2),
+  Object.assign(f, layerFacts(r.hidden, model));
     totalHeads: r.layers * r.heads, n: r.n, nOther: r.n - 1, uniform: fmt(1 / r.n, 4), sentence: r.text,
   });
   const { token, layer, head } = view;
@@ -369,6 +391,31 @@ function facts(view) {
 
 // What the opening view shows for the opening sentence (the precomputed example, with the
 // selection the page opens on): the paragraph under Figure 1 comments on exactly this.
+// The rest of a layer (the paragraph the model map links its feed-forward block to): the
+// feed-forward width and its share of a layer's weights, and the vocabulary, from the engine's
+// model info (a precomputed example's model does not give them).
+function layerFacts(d, model) {
+  const f = {};
+  const i = model?.intermediate;
+  if (i) {
+    const feedForward = 2 * d * i + i + d;
+    const attention = 4 * d * d + 4 * d;
+    const norms = 4 * d;
+    f.intermediate = thousands(i);
+    f.feedForwardShare = `${Math.round((100 * feedForward) / (feedForward + attention + norms))}%`;
+  }
+  if (model?.vocabSize) f.vocabSize = thousands(model.vocabSize);
+  return f;
+}
+
+// The first words of the paragraph about the opening view: "this sentence" while the figures
+// show it, its own words once the reader has typed another.
+function firstExampleLead(shown, opening) {
+  return shown === opening
+    ? 'If you know this sentence, the opening view may look wrong.'
+    : `If you know the page\u2019s opening sentence, \u201c${opening}\u201d, the view the page opened on may look wrong.`;
+}
+
 function exampleFacts(example) {
   if (!example) return {};
   const { token, layer, head } = resolveSelection(example, PERMALINK_DEFAULTS, DEFAULT_WORD_TEXT);
@@ -470,7 +517,25 @@ document.addEventListener(EVENTS.select, (event) => {
     if (event.detail[key] !== undefined) patch[key] = event.detail[key];
   }
   const figure = event.target?.dataset?.figure;
+// The two-sentence figure's choices: its sentences and its word are its own (a new sentence
+// returns it to the default word); a head chosen there is every figure's.
+function choosePair(d) {
+  const patch = {};
+  if (d.sentence !== undefined) patch.pairSentence = d.sentence;
+  if (d.against !== undefined) patch.pairAgainst = d.against;
+  if (d.token !== undefined) patch.pairToken = d.token;
+  else if (Object.keys(patch).length) patch.pairToken = -1;
+  if (d.layer !== undefined && d.head !== undefined) Object.assign(patch, { layer: d.layer, head: d.head });
+  historyMode = 'push';
+  store.set(patch);
+  historyMode = 'replace';
+}
+
   if (figure) patch.view = figure;
+  if (event.target?.constructor?.comparesSentences) {
+    choosePair(event.detail);
+    return;
+  }
   // Every choice adds a history entry, except that a sentence being typed keeps to one.
   historyMode = event.detail.transient && typingEntry ? 'replace' : 'push';
   typingEntry = Boolean(event.detail.transient);
@@ -523,3 +588,5 @@ loadSetStatistics().then(({ set }) => {
   page.pronouns = set.pronouns;
   render();
 }, () => {});
+  // A link to a place on the page (the model map's parts, the labels' definitions) is not a state.
+  if (/^#[\w-]+$/.test(location.hash) && document.getElementById(location.hash.slice(1))) return;

@@ -14,6 +14,8 @@ import './widgets/attention-mechanism.js';
 import './widgets/attention-precision.js';
 import './widgets/attention-prediction.js';
 import './widgets/attention-contribution.js';
+import './widgets/attention-map.js';
+import './widgets/attention-pair.js';
 
 export { ATTRIBUTES, BARE_ATTRIBUTES, FIGURES, SOURCE_ATTRIBUTES, TAGS } from './widgets/registry.js';
 export { FRAME_MESSAGES, FRAME_WIDGET_PARAM } from './widgets/snippet.js';

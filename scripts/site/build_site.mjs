@@ -161,9 +161,10 @@ if (existsSync(cli)) {
 // shards and the wasm (the engine keeps those in the Cache API itself), the embedding bundle
 // and the iframe form (for other sites), every module no page loads (build_pages.mjs,
 // loadedByPages: the pages' bundles' sources and the widgets' sources), the words of the set
-// statistics (a download only on request) and source maps.
+// statistics (SHA.words.json, a download only on request, and SHA.words.*.json, which no page
+// loads) and source maps.
 const web = join(root, 'web');
-const OFFLINE_SKIP = /^(models|dist)\/|^embed(-demo)?[.-]|^sw\.js$|\.words\.json$|\.map$|\.wasm$|(^|\/)\./;
+const OFFLINE_SKIP = /^(models|dist)\/|^embed(-demo)?[.-]|^sw\.js$|\.words(\.\w+)*\.json$|\.map$|\.wasm$|(^|\/)\./;
 const OFFLINE_KINDS = /\.(html|css|js|json|txt|tsv)$/;
 function siteFiles(dir = web) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {

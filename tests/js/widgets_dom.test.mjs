@@ -42,8 +42,8 @@ async function exampleView(overrides = {}) {
   });
 }
 
-test('all nine figures are registered, defined under their tag and observe exactly their declared attributes', () => {
-  assert.deepEqual(Object.keys(FIGURES).sort(), ['compare', 'contribution', 'heads', 'instrument', 'mechanism', 'precision', 'prediction', 'row', 'softmax']);
+test('all eleven figures are registered, defined under their tag and observe exactly their declared attributes', () => {
+  assert.deepEqual(Object.keys(FIGURES).sort(), ['compare', 'contribution', 'heads', 'instrument', 'map', 'mechanism', 'pair', 'precision', 'prediction', 'row', 'softmax']);
   for (const [key, figure] of Object.entries(FIGURES)) {
     const defined = customElements.get(figure.tag);
     assert.ok(defined, `${figure.tag} is not defined`);

@@ -30,13 +30,13 @@ import sys
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.dirname(os.path.dirname(HERE))]
 
 from bert_reference import BertReference, basic_tokenize, lowercase_like_transformers  # noqa: E402
 from helpers import ROOT  # noqa: E402
 from test_sentence_set import SentenceSetTest, resamples, interval, summarize_words, reference_words  # noqa: E402
 
-sys.path.insert(0, ROOT)
 from scripts.model import modelfile  # noqa: E402
 from scripts.reference import reference_bert  # noqa: E402
 

@@ -154,3 +154,36 @@ export class ViewLoop {
     return this._latest.current(this._tickets.get(view));
   }
 }
+
+// Two sentences read through the same head, for a figure that compares them (<attention-pair>):
+// a ViewLoop for each over one session, so that each keeps the newest-request rule, the restart
+// after a trap and its last live result. view() takes ViewLoop.view's arguments and the second
+// sentence, and gives the first sentence's view with the second's under `against`
+// ({sentence, result, error}), or null when either request was overtaken or found the engine
+// trapped.
+export class PairLoop {
+  constructor(session, { channel = 'pair' } = {}) {
+    this.first = new ViewLoop(session, { channel: `${channel}:first` });
+    this.second = new ViewLoop(session, { channel: `${channel}:second` });
+  }
+
+  async view(wantLive, request, against) {
+    const args = (live) => (typeof request === 'function' ? request(live) : request);
+    const [first, second] = await Promise.all([
+      this.first.view(wantLive, request),
+      // The second sentence's own selection is not drawn: the figure aligns its tokens to the first's.
+      this.second.view(wantLive, (live) => ({ ...args(live), example: null, sentence: against, selection: { token: -1, layer: -1, head: -1 } })),
+    ]);
+    if (!first || !second || !this.first.isNewest(first) || !this.second.isNewest(second)) return null;
+    const error = second.inputError ?? (second.mode === 'error' ? second.error?.message ?? null : null);
+    const view = { ...first, against: { sentence: against, result: second.result, error } };
+    this._last = { view, first, second };
+    return view;
+  }
+
+  // Whether `view` is still the newest of both sentences' requests.
+  isNewest(view) {
+    const last = this._last;
+    return Boolean(last) && view === last.view && this.first.isNewest(last.first) && this.second.isNewest(last.second);
+  }
+}

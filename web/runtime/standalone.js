@@ -5,10 +5,10 @@
 // stop here (they never reach a host page's state) and live in the driver, not in the
 // attributes; once drawn, the figure tells the host with an attention-change event.
 import { DEFAULT_MANIFEST_URL } from '../engine/engine.js';
-import { DEFAULT_WORD_TEXT, PRESETS } from '../content.js';
+import { DEFAULT_WORD_TEXT, PAIR_PRESETS, PRESETS } from '../content.js';
 import { AttentionFigure, ATTRIBUTES, EVENTS } from '../widgets/base.js';
 import { describeModel, resolveAttributes } from '../widgets/data.js';
-import { EngineSession, ViewLoop } from './session.js';
+import { EngineSession, PairLoop, ViewLoop } from './session.js';
 import { figureView } from './view.js';
 
 // engine-src, manifest-src and model-src are as powerful as <script src>: the engine's glue (from
@@ -81,6 +81,11 @@ class StandaloneDriver {
       r.sentence = d.sentence;
       delete r.token;
     }
+    // A figure that compares two sentences: the second one.
+    if (d.against !== undefined) {
+      r.against = d.against;
+      delete r.token;
+    }
     for (const key of ['token', 'layer', 'head', 'showSpecial']) if (d[key] !== undefined) r[key] = d[key];
     if ((d.layer !== undefined) !== (d.head !== undefined)) {
       // One of the pair: the other stays as shown.
@@ -93,7 +98,7 @@ class StandaloneDriver {
   // An attribute the author (or the host's script) changes replaces the reader's choice of it.
   attributeChanged(name) {
     const r = this.reader;
-    if (name === ATTRIBUTES.sentence) this.reader = {};
+    if (name === ATTRIBUTES.sentence || name === ATTRIBUTES.against) this.reader = {};
     else if (name === ATTRIBUTES.word) delete r.token;
     else if (name === ATTRIBUTES.layer || name === ATTRIBUTES.head) {
       delete r.layer;
@@ -118,7 +123,9 @@ class StandaloneDriver {
     if (sources[ATTRIBUTES.engineSrc]) options.engineUrl = sources[ATTRIBUTES.engineSrc];
     this.session?.close();
     this.session = new EngineSession({ options, onChange: () => this.refresh() });
-    this.loop = new ViewLoop(this.session, { channel: this.figure.channel, vectors: this.figure.constructor.needsVectors });
+    this.loop = this.figure.constructor.comparesSentences
+      ? new PairLoop(this.session, { channel: this.figure.channel })
+      : new ViewLoop(this.session, { channel: this.figure.channel, vectors: this.figure.constructor.needsVectors });
     this.session.start();
   }
 
@@ -134,6 +141,17 @@ class StandaloneDriver {
     }
     const given = r.sentence ?? (written?.trim() ? written : null);
     const wordText = given === null ? DEFAULT_WORD_TEXT : '';
+    // A figure that compares two sentences reads `sentence` against `against` (by default the
+    // first Winograd pair); a sentence given alone is read against itself, and a note says so.
+    const pair = figure.constructor.comparesSentences;
+    const againstWritten = attribute(ATTRIBUTES.against);
+    let against = null;
+    if (pair) {
+      against = r.against ?? (againstWritten?.trim() ? againstWritten : given === null ? PAIR_PRESETS[0][1] : given);
+      if (r.against === undefined && given !== null && !againstWritten?.trim()) {
+        notes.push({ attribute: 'against', value: againstWritten ?? '', message: `${againstWritten === null ? 'against is missing' : `against=\u201c${againstWritten}\u201d is empty`}: the sentence is read against itself, so every difference is 0; give against="\u2026" the sentence to compare it with.` });
+      }
+    }
     // The author's word, layer and head, where the reader has not chosen them; resolveAttributes
     // says which could not be honoured.
     let authorNotes = [];
@@ -148,7 +166,7 @@ class StandaloneDriver {
       return { token: fromAuthor.token, layer: r.layer ?? fromAuthor.layer, head: r.head ?? fromAuthor.head };
     };
     const common = {
-      sentence: given ?? PRESETS[0], selection, wordText,
+      sentence: given ?? (pair ? PAIR_PRESETS[0][0] : PRESETS[0]), selection, wordText,
       showSpecial: r.showSpecial ?? !figure.hasAttribute(ATTRIBUTES.hideSpecial), sources: figure.sources(),
     };
     // Refused addresses load nothing: the view says why. While a trapped engine restarts, the
@@ -158,7 +176,7 @@ class StandaloneDriver {
       : await this.loop.view(true, (live) => ({
         ...common,
         model: this.session.engine ? describeModel(this.session.engine.info) : live ? figure.view?.model ?? null : null,
-      }));
+      }), against);
     if (!view) return;
     figure.view = view;
     if (view.result) figure.setNotes('selection', [...notes, ...authorNotes]);

@@ -1,7 +1,7 @@
 // Page state and the URL hash, once for every host: the article's state and its store, the one
 // codec every page's hash goes through, and the one writer of history.
 import { MAX_TEXT_CHARS } from '../engine/engine.js';
-import { PRESETS } from '../content.js';
+import { PAIR_PRESETS, PRESETS } from '../content.js';
 
 // The article's state: which sentence, which token's row, which layer and head, whether [CLS]
 // and [SEP] are shown, which figure the reader last used, and whether the live engine drives
@@ -14,6 +14,11 @@ export const DEFAULT_STATE = Object.freeze({
   showSpecial: true,
   view: '',  // the data-figure name of the figure the reader last used; '' for none
   live: false,
+  // The two-sentence figure's sentences and its word (an index into the first sentence's tokens,
+  // -1 for the default word); its head is the one above. Not in the URL.
+  pairSentence: PAIR_PRESETS[0][0],
+  pairAgainst: PAIR_PRESETS[0][1],
+  pairToken: -1,
 });
 
 // What a permalink holds; a key it leaves out takes this value when the link is opened.

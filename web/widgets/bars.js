@@ -4,7 +4,7 @@
 // 1 (FULL_SCALE) each bar lies on a faint track of the full length, so that the reader sees
 // where 1 is: the whole of the row's budget, which its bars share.
 import { h, scrollBox, setText } from './dom.js';
-import { fmt, fmtWeight, headName } from './format.js';
+import { fmt, fmtWeight, headName, signed as signedText } from './format.js';
 import { attentionRow, isSpecial, rowStat } from '../engine/result.js';
 
 // The top of the scale on which a row's bars are the share of its budget of 1, drawn with a
@@ -19,15 +19,30 @@ export function barScale(row) {
   return Math.min(1, Math.ceil(max * 10 - 1e-9) / 10) || 0.1;
 }
 
+// The scale of a chart of differences (RowChart's signed form): the largest difference's size,
+// rounded up to 1, 2 or 5 times a power of ten, so that its bars fill half the track at most.
+export function differenceScale(row) {
+  let max = 0;
+  for (const v of row) max = Math.max(max, Math.abs(v));
+  if (!(max > 0)) return 0.001;
+  const power = 10 ** Math.floor(Math.log10(max));
+  const step = [1, 2, 5, 10].find((k) => k * power >= max - 1e-12);
+  return Math.max(0.001, step * power);
+}
+
 // One attention row as a chart that stays on screen: the rows (one per token) are built once per
 // sentence, and a new row of weights (another token, another head) changes only the bars'
 // widths, the values and the selected and top marks. Long sentences scroll inside the chart
 // (div.rows-scroll, bounded in height) instead of stretching the page; the selected token's
 // row is scrolled into view there. track: draw the faint track of the full length behind every
-// bar (for a chart on the scale from 0 to 1, where the track's end is the weight 1).
+// bar (for a chart on the scale from 0 to 1, where the track's end is the weight 1). signed: a
+// row of differences (two rows subtracted), each bar drawn from the track's middle, to the right
+// for a positive value and to the left for a negative one, on a scale from -scaleMax to
+// scaleMax (differenceScale), its value written with its sign; no uniform line.
 export class RowChart {
-  constructor({ compact = false, digits = 4, track = false } = {}) {
+  constructor({ compact = false, digits = 4, track = false, signed = false } = {}) {
     this.digits = digits;
+    this.signed = signed;
     // The caption changes with every selection: shown above the chart (where it stays in view
     // while the rows scroll), and kept in the table, out of its layout, for screen readers.
     this.caption = h('caption.visually-hidden');
@@ -35,13 +50,13 @@ export class RowChart {
     this.body = h('tbody', { role: 'rowgroup' });
     // Laid out as flex rows (style.js), not as a table, so the table's roles are written out:
     // a browser may drop the semantics of a table whose display is changed.
-    this.table = h(`table.bars${compact ? '.compact' : ''}${track ? '.tracked' : ''}`, { role: 'table' },
+    this.table = h(`table.bars${compact ? '.compact' : ''}${track ? '.tracked' : ''}${signed ? '.signed' : ''}`, { role: 'table' },
       this.caption,
       h('thead.visually-hidden', { role: 'rowgroup' }, h('tr', { role: 'row' },
         h('th', { scope: 'col', role: 'columnheader', text: 'Token' }), h('th', { scope: 'col', role: 'columnheader', text: 'Bar' }), h('th', { scope: 'col', role: 'columnheader', text: 'Weight' }))),
       this.body);
     // The uniform share 1/n is one dashed line over every row, placed on the bars' track.
-    this.uniform = h('div.uniform-line', { 'aria-hidden': 'true' });
+    this.uniform = h('div.uniform-line', { 'aria-hidden': 'true', hidden: signed });
     this.scroller = scrollBox('div.rows-scroll', 'The row\u2019s weights, one bar per token', h('div.rows-frame', {}, this.table, this.uniform));
     this.el = h('div.chart', {}, this.label, this.scroller);
     this.rows = [];
@@ -94,7 +109,7 @@ export class RowChart {
     this.scaleMax = null;
   }
 
-  update({ tokens, roles, row, selected = -1, showSpecial = true, caption, scaleMax = barScale(row) }) {
+  update({ tokens, roles, row, selected = -1, showSpecial = true, caption, scaleMax = this.signed ? differenceScale(row) : barScale(row) }) {
     const rebuilt = this.tokens !== tokens || this.showSpecial !== showSpecial || this.rows.length !== row.length;
     if (rebuilt) this.build(tokens, roles, showSpecial);
     setText(this.caption, caption ?? '');
@@ -106,16 +121,19 @@ export class RowChart {
       this.uniform.style.setProperty('--u', String(Math.min(1, 1 / n / scaleMax)));
       for (const r of this.rows) r.weight = NaN;  // every bar's width is relative to the scale
     }
+    // The top mark: the largest weight, or in a signed chart the largest difference either way.
+    const size = this.signed ? Math.abs : (v) => v;
     let top = 0;
-    for (let j = 1; j < n; ++j) if (row[j] > row[top]) top = j;
+    for (let j = 1; j < n; ++j) if (size(row[j]) > size(row[top])) top = j;
     for (let j = 0; j < n; ++j) {
       const r = this.rows[j];
       const w = row[j];
       if (r.weight === w) continue;
       r.weight = w;
       r.bar.style.transform = `scaleX(${w / scaleMax})`;
+      if (this.signed && r.bar.classList.contains('down') !== w < 0) r.bar.classList.toggle('down', w < 0);
       // Text that reads the same is not written again (each write is laid out and shaped).
-      const text = fmtWeight(w, this.digits, { short: true });
+      const text = this.signed ? signedText(w) : fmtWeight(w, this.digits, { short: true });
       if (r.value.nodeValue !== text) r.value.nodeValue = text;
       r.tr.dataset.value = String(w);
     }

@@ -34,6 +34,35 @@ export function rowSummary(row) {
   };
 }
 
+// Two sentences that differ in a few tokens (a Winograd pair: one word changed), token by token:
+// the tokens both begin with and both end with are matched by place; between them, the tokens
+// that differ are matched in order as far as both have them, and the rest stand alone. Returns
+// the pairs {a, b} in reading order (-1 where a token has no partner) and `partner`, for each
+// token of the first sentence its partner's position in the second, or -1.
+export function alignTokens(first, second) {
+  const a = first.tokens;
+  const b = second.tokens;
+  let start = 0;
+  while (start < a.length && start < b.length && a[start].text === b[start].text) ++start;
+  let end = 0;
+  while (end < a.length - start && end < b.length - start && a[a.length - 1 - end].text === b[b.length - 1 - end].text) ++end;
+  const pairs = [];
+  for (let i = 0; i < start; ++i) pairs.push({ a: i, b: i });
+  const middleA = a.length - start - end;
+  const middleB = b.length - start - end;
+  for (let k = 0; k < Math.max(middleA, middleB); ++k) pairs.push({ a: k < middleA ? start + k : -1, b: k < middleB ? start + k : -1 });
+  for (let k = end; k > 0; --k) pairs.push({ a: a.length - k, b: b.length - k });
+  const partner = new Int32Array(a.length).fill(-1);
+  for (const p of pairs) if (p.a >= 0) partner[p.a] = p.b;
+  return { pairs, partner };
+}
+
+// Row A minus row B over aligned pairs (alignTokens): a token without a partner is compared with
+// a weight of 0, so that the differences, like two rows that each sum to 1, sum to 0.
+export function rowDifference(pairs, rowA, rowB) {
+  return Float64Array.from(pairs, (p) => (p.a >= 0 ? rowA[p.a] : 0) - (p.b >= 0 ? rowB[p.b] : 0));
+}
+
 // Every head's reading of one token's row (the core's row statistics), in layer-major order.
 export function headsForToken(result, token) {
   const out = [];
@@ -407,7 +436,15 @@ export function describeModel(info) {
     kind = 'unknown';
     note = source ? `source: ${source}` : 'no provenance recorded';
   }
-  return { name, kind, note, source, license, precision: info?.precision ?? '' };
+  // The shape, where the engine's info gives it (a precomputed example's model does not: its
+  // analysis carries layers, heads and hidden): the feed-forward width, the vocabulary, and
+  // whether the file has the masked-LM head.
+  const count = (value) => (Number.isInteger(value) && value > 0 ? value : null);
+  return {
+    name, kind, note, source, license, precision: info?.precision ?? '',
+    intermediate: count(info?.intermediate), vocabSize: count(info?.vocab_size),
+    maskedLm: typeof info?.has_masked_lm_head === 'boolean' ? info.has_masked_lm_head : null,
+  };
 }
 
 // Steps and tokens of a training record, through the runs it continued (train_default_model.py

@@ -26,6 +26,7 @@ export const ATTRIBUTES = Object.freeze({
   removed: 'removed',   // <attention-prediction>: heads to remove, "L.H" joined by commas, e.g. "2.3,4.1"
   sort: 'sort',         // <attention-contribution>: the table's order, attention, effect or head
   autoload: 'autoload', // <attention-prediction>, <attention-contribution>: start without waiting for the reader
+  against: 'against',   // <attention-pair>: the second sentence, read against `sentence`
 });
 
 export const SOURCE_ATTRIBUTES = Object.freeze([ATTRIBUTES.modelSrc, ATTRIBUTES.manifestSrc, ATTRIBUTES.engineSrc]);
@@ -119,6 +120,8 @@ export const FIGURES = Object.freeze({
   precision: entry('attention-precision', [...MODEL_FIGURE, ATTRIBUTES.plan], 210, { wide: 190, narrow: 320 }),
   prediction: entry('attention-prediction', [...MODEL_FIGURE, ATTRIBUTES.removed, ATTRIBUTES.autoload], 260, { wide: 240, narrow: 410 }, false),
   contribution: entry('attention-contribution', [...MODEL_FIGURE, ATTRIBUTES.sort, ATTRIBUTES.autoload], 310, { wide: 290, narrow: 490 }, false),
+  map: entry('attention-map', MODEL_FIGURE, 500, { wide: 470, narrow: 815 }, false),
+  pair: entry('attention-pair', [...MODEL_FIGURE, ATTRIBUTES.against], 1000, { wide: 940, narrow: 1930 }, false),
 });
 
 export const TAGS = Object.freeze(Object.fromEntries(Object.entries(FIGURES).map(([key, f]) => [key, f.tag])));

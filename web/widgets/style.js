@@ -198,6 +198,13 @@ table.bars.compact th { flex-basis: 5.5em; }
 table.bars.compact > tbody > tr { contain-intrinsic-size: auto calc(1.25em + 2px); }
 table.bars.compact td.track { height: 1.25em; }
 table.bars.compact td.value > span { height: 1.25em; line-height: 1.25em; }
+/* A row of differences (RowChart's signed form): bars from the track's middle, right for more
+   weight in the first row, left (in the decrease colour) for more in the second; the middle is
+   marked where the start stub is otherwise. */
+table.bars.signed .bar { left: 50%; width: 50%; border-radius: 0 3px 3px 0; }
+table.bars.signed .bar.down { background: var(--attn-bar-down); }
+table.bars.signed td.track::after { left: 50%; background: var(--attn-muted); }
+table.bars.signed td.value { flex-basis: 6.2em; }
 .legend { display: flex; flex-wrap: wrap; gap: 0.2em 1em; font-size: 0.82em; color: var(--attn-muted); margin-top: 0.3em; }
 .legend .swatch-line { display: inline-block; width: 1.4em; border-top: 2px dashed var(--attn-uniform); vertical-align: middle; margin-right: 0.3em; }
 .legend .swatch-bar { display: inline-block; width: 1.4em; height: 0.7em; background: var(--attn-bar); vertical-align: middle; margin-right: 0.3em; border-radius: 2px; }
