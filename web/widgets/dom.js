@@ -4,8 +4,56 @@
 // A box that scrolls when its content (a table, a tall chart) is larger than the screen: it
 // takes the keyboard's focus and has a name, so that a keyboard can scroll it and a screen
 // reader says what it holds (WCAG 2.1.1; axe's scrollable-region-focusable).
+// It says where it holds more than it shows (watchOverflow), for the styles' scroll cues.
 export function scrollBox(spec, label, ...children) {
-  return h(spec, { tabindex: '0', role: 'region', 'aria-label': label }, ...children);
+  const box = h(spec, { tabindex: '0', role: 'region', 'aria-label': label }, ...children);
+  watchOverflow(box);
+  return box;
+}
+
+// A scroll box's overflow as attributes the styles draw cues from (a hint line, a fading edge,
+// a shadow under a sticky row): data-overflow lists the axes it scrolls on ("x y"), data-more
+// the sides past which its content goes on from where it is scrolled now ("left right up
+// down"); each is absent when empty. Kept up to date when the box or its content changes size
+// (one ResizeObserver for every box) and when it scrolls.
+const watchedBoxes = new WeakSet();
+const overflowObserver = typeof ResizeObserver === 'function'
+  ? new ResizeObserver((entries) => {
+    for (const { target } of entries) {
+      const box = watchedBoxes.has(target) ? target : target.parentElement;
+      // A child that has left its box is no longer followed.
+      if (!box || !watchedBoxes.has(box)) {
+        overflowObserver.unobserve(target);
+        continue;
+      }
+      for (const child of box.children) overflowObserver.observe(child);
+      markOverflow(box);
+    }
+  })
+  : null;
+
+export function watchOverflow(box) {
+  if (!overflowObserver || watchedBoxes.has(box)) return;
+  watchedBoxes.add(box);
+  overflowObserver.observe(box);
+  box.addEventListener('scroll', () => markOverflow(box), { passive: true });
+}
+
+function markOverflow(box) {
+  const x = box.scrollWidth - box.clientWidth > 1;
+  const y = box.scrollHeight - box.clientHeight > 1;
+  const more = [
+    x && box.scrollLeft > 1 && 'left', x && box.scrollLeft + box.clientWidth < box.scrollWidth - 1 && 'right',
+    y && box.scrollTop > 1 && 'up', y && box.scrollTop + box.clientHeight < box.scrollHeight - 1 && 'down',
+  ].filter(Boolean).join(' ');
+  setData(box, 'overflow', [x && 'x', y && 'y'].filter(Boolean).join(' '));
+  setData(box, 'more', more);
+}
+
+function setData(el, key, value) {
+  if ((el.dataset[key] ?? '') === value) return;
+  if (value) el.dataset[key] = value;
+  else delete el.dataset[key];
 }
 
 export function h(spec, props = {}, ...children) {

@@ -22,7 +22,7 @@ export const THEME_PROPERTIES = Object.freeze([
   { name: '--attn-error-bg', light: '#fdecea', dark: '#3a1d1b', use: 'error background' },
   { name: '--attn-scroll-shadow', light: 'rgb(0 0 0 / 0.28)', dark: 'rgb(0 0 0 / 0.7)', use: 'the shadow at the edge of a list that scrolls' },
   { name: '--attn-font-size', size: '15px', use: 'the type size (everything scales with it)' },
-  { name: '--attn-rows-height', size: 'min(30em, 65vh)', use: 'the largest height of a row chart or table before it scrolls' },
+  { name: '--attn-rows-height', size: 'min(30em, 65vh)', use: 'the largest height of a row chart or table before it scrolls (unset, the step-by-step table of the mechanism, whose rows are taller, takes min(36em, 80vh))' },
   { name: '--attn-tokens-height', size: 'min(12em, 40vh)', use: 'the largest height of a list of tokens before it scrolls' },
 ]);
 
@@ -139,13 +139,28 @@ table.values th:first-child, table.values td:first-child { text-align: left; }
     radial-gradient(farthest-side at 50% 0, var(--attn-scroll-shadow), transparent) top / 100% 0.5em no-repeat scroll,
     radial-gradient(farthest-side at 50% 100%, var(--attn-scroll-shadow), transparent) bottom / 100% 0.5em no-repeat scroll;
 }
-.table-scroll.bounded { overflow-x: auto; }
+/* The mechanism's step-by-step table has taller rows than a chart: its bound holds a sentence of
+   about twenty tokens before it scrolls. */
+.table-scroll.bounded { overflow-x: auto; max-height: var(--attn-rows-height, min(36em, 80vh)); }
 .tokens-scroll { max-height: var(--attn-tokens-height, min(12em, 40vh)); padding: 2px; }
 .table-scroll.bounded thead th { position: sticky; top: 0; background: var(--attn-bg); z-index: 1; }
+/* A table wider than its box says so in a line above it, which stays in view while the table
+   scrolls sideways, and the edge past which its columns go on fades (data-overflow, data-more:
+   dom.js watchOverflow). The line is decoration (alternative text ""): a screen reader reads the
+   table. */
+.table-scroll[data-overflow~="x"]::before {
+  content: "Scroll sideways for every column \\2192" / ""; display: block; position: sticky; left: 0; width: max-content; max-width: 100%;
+  font-size: 0.82em; font-weight: 650; color: var(--attn-bar); padding-bottom: 0.3em;
+}
+.table-scroll[data-more~="right"] { mask-image: linear-gradient(to left, transparent, #000 2.5em); }
 /* A table wider than its box keeps its row names in view while it scrolls sideways. */
 .table-scroll tbody th[scope="row"], .table-scroll thead tr:first-child th:first-child { position: sticky; left: 0; background: var(--attn-bg); z-index: 1; }
 .table-scroll.bounded thead tr:first-child th:first-child { z-index: 2; }
 .table-scroll.bounded tfoot th, .table-scroll.bounded tfoot td { position: sticky; bottom: 0; background: var(--attn-bg); }
+/* The sticky header and footer cover the box's own edge shadows: where rows go on past them,
+   they cast the shadow themselves (data-more, dom.js watchOverflow). */
+.table-scroll.bounded[data-more~="down"] tfoot > tr > * { box-shadow: 0 -0.5em 0.5em -0.3em var(--attn-scroll-shadow); }
+.table-scroll.bounded[data-more~="up"] thead > tr > * { box-shadow: 0 0.5em 0.5em -0.3em var(--attn-scroll-shadow); }
 
 /* The labelled bar chart of one attention row; it is a table, so it reads as one (its roles are
    written out, bars.js, as it is not laid out as a table). Each token's row is a flex row of its
@@ -163,7 +178,7 @@ table.bars > tbody > tr { display: flex; align-items: center; content-visibility
 table.bars > tbody > tr[hidden] { display: none; }
 table.bars th { flex: 0 0 7.5em; box-sizing: border-box; text-align: right; font-weight: 400; padding: 0 0.5em 0 0; }
 table.bars td.track { flex: 1 1 0; min-width: 0; position: relative; padding: 0; height: 1.5em; }
-table.bars td.value { flex: 0 0 4.2em; box-sizing: border-box; text-align: right; padding: 1px 0 1px 0.4em; }
+table.bars td.value { flex: 0 0 var(--value); box-sizing: border-box; text-align: right; padding: 1px 0 1px 0.4em; }
 /* A value sits in a box of fixed size (size and layout containment, no clip: a clip would be
    one more piece for the compositor per row), so that a new value lays out that box alone. */
 table.bars th > span { display: block; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
@@ -185,8 +200,10 @@ table.bars.tracked td.track::before {
   content: ""; position: absolute; left: 0; right: 0; top: 0.2em; bottom: 0.2em;
   background: var(--attn-track); border-radius: 3px;
 }
-.rows-frame { position: relative; max-width: 40em; --label: 7.5em; --value: 4.2em; }
-.rows-frame:has(> table.compact) { --label: 5.5em; }
+/* The value column holds the longest value its digits give, bold ("<0.0001", ">0.9999" for a
+   row of four decimals; a compact chart prints three), cut by nothing. */
+.rows-frame { position: relative; max-width: 40em; --label: 7.5em; --value: 5.4em; }
+.rows-frame:has(> table.compact) { --label: 5.5em; --value: 4.8em; }
 .uniform-line {
   position: absolute; top: 0; bottom: 0; width: 0; pointer-events: none;
   left: calc(var(--label) + (100% - var(--label) - var(--value)) * var(--u, 0));
