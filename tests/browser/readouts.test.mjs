@@ -3,8 +3,9 @@
 // colour; Figure 1's heatmaps and Figure 5's panels read out the weight under the pointer, the
 // one tapped (a phone has no hover) and the one the keyboard is on, in a line that is there
 // without hover, with the numbers the engine gives for that cell; the enlarged heatmap and
-// Figure 5's panels carry their tokens; and at 360 px nothing is wider than the screen. Needs
-// the assembled site (node scripts/site/build_site.mjs).
+// Figure 5's panels carry their tokens; Figure 2's value step equals the engine's context; and
+// at 360 px nothing is wider than the screen. Needs the assembled site
+// (node scripts/site/build_site.mjs).
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -13,12 +14,15 @@ import { fileURLToPath } from 'node:url';
 
 import { figuresDrawn, modelShape, startSite } from './harness.mjs';
 import { weightColour } from '../../web/widgets/colour.js';
+import { fmt } from '../../web/widgets/format.js';
 import { THEME_PROPERTIES } from '../../web/widgets/style.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
 const artifacts = join(root, 'test-artifacts');
 const LOAD_TIMEOUT_MS = 60000;
+// Figure 2's weighted sum of the value slices against the engine's context (as article_data.test).
+const VALUE_TOLERANCE = 1e-5;
 
 let site;
 
@@ -413,6 +417,65 @@ describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, (
     const readoutStyle = await page.locator('attention-heads p.readout').evaluate((el) => getComputedStyle(el).position);
     assert.notEqual(readoutStyle, 'sticky', 'the readout floats over the panels');
     await figure.screenshot({ path: join(artifacts, 'readout-heads-phone.png') });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test('Figure 2 shows the value step: every token\u2019s weight, the context and its recheck, equal to the engine\u2019s context', async (t) => {
+    const { context, page, errors } = await openLive();
+    const figure = page.locator('attention-mechanism');
+    // The engine's values and contexts of the selection, asked directly in the page (through the
+    // worker and its transfer, as the figures get them), and the weighted sum recomputed here from
+    // its row and value slices.
+    const engineSide = (shown) => page.evaluate(async (a) => {
+      const { getEngine } = await import('/engine/engine.js');
+      const { attentionRow, tokenVector } = await import('/engine/result.js');
+      const result = await (await getEngine()).analyze(a.sentence, { vectors: true });
+      const dHead = result.hidden / result.heads;
+      const row = attentionRow(result, a.layer, a.head, a.token);
+      const context = tokenVector(result.contexts, result, a.layer, a.token).subarray(a.head * dHead, (a.head + 1) * dHead);
+      let largest = 0;
+      for (let c = 0; c < dHead; ++c) {
+        let sum = 0;
+        for (let j = 0; j < result.n; ++j) sum += row[j] * tokenVector(result.values, result, a.layer, j)[a.head * dHead + c];
+        largest = Math.max(largest, Math.abs(sum - context[c]));
+      }
+      return { row: Array.from(row, String), context: Array.from(context), largest, hidden: result.hidden };
+    }, shown);
+    const drawn = () => figure.evaluate((el) => {
+      const root = el.shadowRoot;
+      const check = root.querySelector('p.value-check');
+      return {
+        weights: [...root.querySelectorAll('table.value-sum tbody tr')].map((tr) => tr.dataset.weight),
+        difference: check && Number(check.dataset.difference), checkText: check?.textContent ?? '',
+        sumText: [...root.querySelectorAll('ol.steps > li:nth-child(5) .vec')].map((d) => d.textContent).join(''),
+        steps: root.querySelectorAll('ol.steps > li').length,
+        visible: check ? check.checkVisibility() : false,
+        concat: root.querySelector('ol.steps > li:nth-child(6)')?.textContent ?? '',
+      };
+    });
+    for (const step of ['opening selection', 'another token']) {
+      if (step === 'another token') {
+        const before = await shownRow(page);
+        await page.locator('#instrument button.chip').nth(Math.max(1, before.token - 2)).click();
+        await figuresDrawn(page);
+        assert.notEqual((await shownRow(page)).token, before.token);
+      }
+      const shown = await shownRow(page);
+      const expected = await engineSide(shown);
+      const seen = await drawn();
+      assert.equal(seen.steps, 6, `${step}: Figure 2 has the value step and the heads' contexts`);
+      assert.ok(seen.visible, `${step}: the recheck line is not visible`);
+      assert.deepEqual(seen.weights, expected.row, `${step}: the value step's weights are not the engine's row`);
+      t.diagnostic(`${step} (token ${shown.token}, layer ${shown.layer + 1}, head ${shown.head + 1}): the page's recheck ${seen.difference.toExponential(2)}, this test's ${expected.largest.toExponential(2)} (bar ${VALUE_TOLERANCE})`);
+      assert.ok(seen.difference <= VALUE_TOLERANCE, `${step}: the figure's recheck says ${seen.difference}`);
+      assert.ok(expected.largest <= VALUE_TOLERANCE, `${step}: the engine's context differs from the weighted sum by ${expected.largest}`);
+      assert.match(seen.checkText, new RegExp(`the largest difference from the engine\u2019s context is ${seen.difference.toExponential(1)}\\.`));
+      // The context the figure prints is the engine's, at its printed digits.
+      const printed = expected.context.slice(0, 4).map((v) => fmt(v, 2));
+      assert.ok(seen.sumText.includes(`= [${printed.join(', ')}, \u2026`), `${step}: the figure prints ${seen.sumText}, not the engine's context ${printed.join(', ')}`);
+      assert.match(seen.concat, new RegExp(`${expected.hidden} numbers, what W_O multiplies`));
+    }
     assert.deepEqual(errors, []);
     await context.close();
   });
