@@ -117,7 +117,6 @@ const vectors = figures.some((figure) => figure.constructor.needsVectors);
 // trapped engine restarts.
 const loop = new ViewLoop(session, { channel: 'article', vectors });
 
-function viewFor(state) {
 // The figure that reads two sentences through the same head (<attention-pair>) has its own
 // sentences and word, and the head of the view the other figures take (`main`). It has no
 // precomputed example: it goes live as soon as the engine is ready.
@@ -132,6 +131,7 @@ function pairViewFor(state, main) {
   }, state.pairAgainst);
 }
 
+function viewFor(state) {
   return loop.view(state.live, (live) => ({
     example: page.example,
     sentence: live ? state.sentence : page.example?.text ?? state.sentence,
@@ -171,10 +171,10 @@ async function draw() {
   // ready; meanwhile the figures keep the last live result and say what happened.
   const view = await viewFor(state);
   if (!view) return;
-  const push = pushPending;
   // Null when a newer render overtook it: that render draws the pair figure.
   const pairView = pairFigures.length ? await pairViewFor(state, view) : null;
   if (!loop.isNewest(view)) return;
+  const push = pushPending;
   pushPending = false;
   lastView = view;
   // The URL first, while the page's layout is still clean: a history entry makes Chromium lay
@@ -190,9 +190,9 @@ async function draw() {
   // keeps the view for later (see offScreenViews).
   let drawn = 0;
   for (const figure of figures) {
-    if (farOffScreen(figure)) {
     const shown = pairFigures.includes(figure) ? pairView : view;
     if (!shown) continue;
+    if (farOffScreen(figure)) {
       keepView(figure, shown);
       continue;
     }
@@ -339,9 +339,9 @@ function facts(view) {
   const r = view.result;
   if (!r) return f;
   const dHead = r.hidden / r.heads;
+  Object.assign(f, layerFacts(r.hidden, model));
   Object.assign(f, {
     layers: r.layers, heads: r.heads, hidden: r.hidden, headDim: dHead, scale: fmt(Math.sqrt(dHead), Number.isInteger(Math.sqrt(dHead)) ? 0 : 2),
-  Object.assign(f, layerFacts(r.hidden, model));
     totalHeads: r.layers * r.heads, n: r.n, nOther: r.n - 1, uniform: fmt(1 / r.n, 4), sentence: r.text,
   });
   const { token, layer, head } = view;
@@ -389,8 +389,6 @@ function facts(view) {
   return f;
 }
 
-// What the opening view shows for the opening sentence (the precomputed example, with the
-// selection the page opens on): the paragraph under Figure 1 comments on exactly this.
 // The rest of a layer (the paragraph the model map links its feed-forward block to): the
 // feed-forward width and its share of a layer's weights, and the vocabulary, from the engine's
 // model info (a precomputed example's model does not give them).
@@ -416,6 +414,8 @@ function firstExampleLead(shown, opening) {
     : `If you know the page\u2019s opening sentence, \u201c${opening}\u201d, the view the page opened on may look wrong.`;
 }
 
+// What the opening view shows for the opening sentence (the precomputed example, with the
+// selection the page opens on): the paragraph under Figure 1 comments on exactly this.
 function exampleFacts(example) {
   if (!example) return {};
   const { token, layer, head } = resolveSelection(example, PERMALINK_DEFAULTS, DEFAULT_WORD_TEXT);
@@ -509,14 +509,6 @@ function openPermalink() {
   named?.scrollIntoView({ block: 'start' });
 }
 
-document.addEventListener(EVENTS.select, (event) => {
-  // Only the live model can analyse a new sentence; the example answers the rest.
-  if (!store.get().live && event.detail.sentence !== undefined) return;
-  const patch = {};
-  for (const key of ['sentence', 'token', 'layer', 'head', 'showSpecial']) {
-    if (event.detail[key] !== undefined) patch[key] = event.detail[key];
-  }
-  const figure = event.target?.dataset?.figure;
 // The two-sentence figure's choices: its sentences and its word are its own (a new sentence
 // returns it to the default word); a head chosen there is every figure's.
 function choosePair(d) {
@@ -531,11 +523,19 @@ function choosePair(d) {
   historyMode = 'replace';
 }
 
-  if (figure) patch.view = figure;
+document.addEventListener(EVENTS.select, (event) => {
   if (event.target?.constructor?.comparesSentences) {
     choosePair(event.detail);
     return;
   }
+  // Only the live model can analyse a new sentence; the example answers the rest.
+  if (!store.get().live && event.detail.sentence !== undefined) return;
+  const patch = {};
+  for (const key of ['sentence', 'token', 'layer', 'head', 'showSpecial']) {
+    if (event.detail[key] !== undefined) patch[key] = event.detail[key];
+  }
+  const figure = event.target?.dataset?.figure;
+  if (figure) patch.view = figure;
   // Every choice adds a history entry, except that a sentence being typed keeps to one.
   historyMode = event.detail.transient && typingEntry ? 'replace' : 'push';
   typingEntry = Boolean(event.detail.transient);
@@ -567,6 +567,8 @@ store.subscribe(render);
 // Back, forward and an edited address all land here: the hash is the whole state.
 function restoreFromHash() {
   if (!store.get().live) return;
+  // A link to a place on the page (the model map's parts, the labels' definitions) is not a state.
+  if (/^#[\w-]+$/.test(location.hash) && document.getElementById(location.hash.slice(1))) return;
   historyMode = 'replace';
   typingEntry = false;
   store.set({ ...PERMALINK_DEFAULTS, ...parseHash(location.hash) });
@@ -588,5 +590,3 @@ loadSetStatistics().then(({ set }) => {
   page.pronouns = set.pronouns;
   render();
 }, () => {});
-  // A link to a place on the page (the model map's parts, the labels' definitions) is not a state.
-  if (/^#[\w-]+$/.test(location.hash) && document.getElementById(location.hash.slice(1))) return;

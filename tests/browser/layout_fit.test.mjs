@@ -2,14 +2,15 @@
 // chart or a table is cut by its box ("<0.0001" read "<0.000"); on a wide screen no table is
 // wider than its box (heads.html's set table hid its last column); on a phone every column's
 // header is on screen or behind a visible scroll cue, and a caption wraps inside its box; Figure
-// 2's last row is not hidden under its sticky sum. Every page is read live, with the figures'
-// tables opened. Needs the assembled site (node scripts/site/build_site.mjs).
+// 2's last row is not hidden under its sticky sum; and the paragraph about the opening sentence
+// changes when the reader types another. Every page is read live, with the figures' tables
+// opened. Needs the assembled site (node scripts/site/build_site.mjs).
 import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { figuresDrawn, openInstrument, startSite, waitReady } from './harness.mjs';
+import { figuresDrawn, openInstrument, startSite, typeSentence, waitReady } from './harness.mjs';
 
 const web = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web');
 const LOAD_TIMEOUT_MS = 90000;
@@ -162,4 +163,23 @@ describe('nothing cut', { timeout: 900000 }, () => {
     }
   });
 
+  test('the paragraph about the opening view stops calling another sentence \u201cthis sentence\u201d', async () => {
+    const { context, page } = await open(SCREENS[0], '');
+    try {
+      await openInstrument(page, LOAD_TIMEOUT_MS);
+      const paragraph = page.locator('#first-example');
+      const before = await paragraph.textContent();
+      assert.match(before, /If you know this sentence/);
+      await typeSentence(page, 'Cats sleep.');
+      await page.waitForFunction(() => !/If you know this sentence/.test(document.getElementById('first-example').textContent), null, { timeout: 10000 });
+      const after = await paragraph.textContent();
+      assert.notEqual(after, before);
+      assert.ok(after.includes(`\u201c${OPENING}\u201d`), `the paragraph names the sentence it is about: ${after.slice(0, 160)}`);
+      // Back to the opening sentence, back to "this sentence".
+      await typeSentence(page, OPENING);
+      await page.waitForFunction(() => /If you know this sentence/.test(document.getElementById('first-example').textContent), null, { timeout: 10000 });
+    } finally {
+      await context.close();
+    }
+  });
 });
