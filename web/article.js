@@ -338,6 +338,7 @@ function facts(view) {
   f.selectionRule = SELECTION_RULE;
   const r = view.result;
   if (!r) return f;
+  f.firstExampleLead = firstExampleLead(r.text, page.example?.text ?? DEFAULT_STATE.sentence);
   const dHead = r.hidden / r.heads;
   Object.assign(f, layerFacts(r.hidden, model));
   Object.assign(f, {
