@@ -564,6 +564,24 @@ defaultHeadButton.addEventListener('click', () => {
   document.getElementById('instrument').shadowRoot?.getElementById('sentence')?.focus({ preventScroll: true });
 });
 retryButton.addEventListener('click', startEngine);
+// The address holds the view (the hash, once the instrument is open): the button copies it, and
+// says where to find it where the browser refuses (no clipboard on an insecure origin, say).
+// The note goes back to its first words when the view changes, so "copied" is never stale.
+const copyNote = document.getElementById('copy-link-note');
+const copyNoteText = copyNote.textContent;
+store.subscribe(() => {
+  if (copyNote.textContent !== copyNoteText) copyNote.textContent = copyNoteText;
+});
+document.getElementById('copy-link').addEventListener('click', async () => {
+  const note = copyNote;
+  const link = location.href;
+  try {
+    await navigator.clipboard.writeText(link);
+    note.textContent = '(copied: the link opens this sentence, this word and this head)';
+  } catch {
+    note.textContent = `(this browser did not let the page copy it; the link is the page\u2019s address: ${link})`;
+  }
+});
 store.subscribe(render);
 // Back, forward and an edited address all land here: the hash is the whole state.
 function restoreFromHash() {
