@@ -172,7 +172,12 @@ class AttentionContribution extends AttentionFigure {
     if (!this._parts) {
       const sortButton = (key, text) => h('button', { type: 'button', dataset: { sort: key }, 'aria-pressed': 'false', text, on: { click: () => this.setAttribute(ATTRIBUTES.sort, key) } });
       const p = {
-        chips: new TokenChips({ label: 'Tokens of the sentence: choose a word to mask and measure', onSelect: (patch) => { this._armed = true; this.select(patch); } }),
+        // One tab stop, as in the prediction figure: the arrow keys choose without measuring.
+        chips: new TokenChips({
+          label: 'Tokens of the sentence: choose a word to mask and measure. Arrow keys move between them.', roving: true,
+          onSelect: (patch) => { this._armed = true; this.select(patch); },
+          onKey: (event, i) => { const token = this._parts?.chips.step(event, i); if (token !== undefined) this.select({ token }); },
+        }),
         masked: h('p.masked-line'),
         start: h('button.primary', { type: 'button', hidden: true, on: { click: (event) => { this._armed = true; event.currentTarget.hidden = true; this.measureNow(); } } }),
         note: h('p.vocab-note.muted', { role: 'status' }),

@@ -109,8 +109,11 @@ class AttentionHeads extends AttentionFigure {
     this.drawColumns();
     const selected = layer * result.heads + head;
     if (b.selected !== selected) {
-      b.panels[b.selected]?.button.setAttribute('aria-pressed', 'false');
-      b.panels[selected]?.button.setAttribute('aria-pressed', 'true');
+      const [was, now] = [b.panels[b.selected]?.button, b.panels[selected]?.button];
+      was?.setAttribute('aria-pressed', 'false');
+      now?.setAttribute('aria-pressed', 'true');
+      if (was) was.tabIndex = -1;
+      if (now) now.tabIndex = 0;
       b.selected = selected;
     }
     this.showReadout();
@@ -192,7 +195,7 @@ class AttentionHeads extends AttentionFigure {
         const fav = h('span.fav', { title: profile ? `head profile over the sentence: ${profile}` : undefined });
         const description = h('span.visually-hidden', { id: `${this.channel}-head-${k}` });
         const button = h('button.multiple', {
-          type: 'button', 'aria-pressed': 'false', 'aria-describedby': description.id, dataset: { index: String(k), layer: String(layer), head: String(head) },
+          type: 'button', tabindex: '-1', 'aria-pressed': 'false', 'aria-describedby': description.id, dataset: { index: String(k), layer: String(layer), head: String(head) },
         },
         h('span.title', {}, h('b', { text: headShort(layer, head) }), h('span.label', { text: shortHeadLabel(profile), title: profile || undefined }), ratio),
         chart,
@@ -200,7 +203,9 @@ class AttentionHeads extends AttentionFigure {
         panels.push({ button, description, columns: columnPath, self: selfPath, ratio, fav, plot: chart, labels: axis ? [...axis.children] : [] });
       }
     }
-    const group = h('div.multiples', { role: 'group', style: { '--per-row': String(panelsPerRow(result.heads)) } }, panels.map((p) => p.button), panels.map((p) => p.description));
+    const group = h('div.multiples', {
+      role: 'group', 'aria-label': 'Every head\u2019s row. Arrow keys move between the heads and choose one.', style: { '--per-row': String(panelsPerRow(result.heads)) },
+    }, panels.map((p) => p.button), panels.map((p) => p.description));
     unwatchWidth(this._axisPlot);
     this._axisPlot = labelled ? first : null;
     // The labels thinned for the columns' width, counted from the selected token's column; again
@@ -230,6 +235,18 @@ class AttentionHeads extends AttentionFigure {
     group.addEventListener('click', (event) => {
       const button = event.target.closest?.('button.multiple');
       if (button) this.select({ layer: Number(button.dataset.layer), head: Number(button.dataset.head) });
+    });
+    // One tab stop for the panels (the selected head's), as for the instrument's tiles: the arrow
+    // keys move to the next head (left, right) or layer (up, down) and choose it.
+    group.addEventListener('keydown', (event) => {
+      const button = event.target.closest?.('button.multiple');
+      const move = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] }[event.key];
+      if (!button || !move) return;
+      event.preventDefault();
+      const layer = Math.min(result.layers - 1, Math.max(0, Number(button.dataset.layer) + move[0]));
+      const head = Math.min(result.heads - 1, Math.max(0, Number(button.dataset.head) + move[1]));
+      panels[layer * result.heads + head].button.focus();
+      this.select({ layer, head });
     });
     // The readout: the column under the pointer (mouse, pen) or the one tapped, the head the
     // keyboard is on, else the selected head's largest weight.

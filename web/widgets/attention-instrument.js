@@ -684,15 +684,8 @@ class AttentionInstrument extends AttentionFigure {
   }
 
   onChipKey(event, i) {
-    const chips = this.chipList.chips;
-    const visible = chips.map((c, k) => (c.hidden ? -1 : k)).filter((k) => k >= 0);
-    const at = visible.indexOf(i);
-    const target = { ArrowLeft: visible[at - 1], ArrowRight: visible[at + 1], ArrowUp: visible[at - 1], ArrowDown: visible[at + 1], Home: visible[0], End: visible[visible.length - 1] }[event.key];
-    if (event.key in { ArrowLeft: 1, ArrowRight: 1, ArrowUp: 1, ArrowDown: 1, Home: 1, End: 1 }) event.preventDefault();
-    if (target !== undefined) {
-      chips[target].focus();
-      this.select({ token: target });
-    }
+    const target = this.chipList.step(event, i);
+    if (target !== undefined) this.select({ token: target });
   }
 
   onCellKey(event, layer, head) {

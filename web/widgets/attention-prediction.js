@@ -119,7 +119,13 @@ class AttentionPrediction extends AttentionFigure {
     }
     if (!this._parts) {
       const p = {
-        chips: new TokenChips({ label: 'Tokens of the sentence: choose one to mask', onSelect: (patch) => { this._armed = true; this.select(patch); } }),
+        // One tab stop; the arrow keys move along the chips and choose as they go, without
+        // starting a prediction that was not asked for (a click or the button asks).
+        chips: new TokenChips({
+          label: 'Tokens of the sentence: choose one to mask. Arrow keys move between them.', roving: true,
+          onSelect: (patch) => { this._armed = true; this.select(patch); },
+          onKey: (event, i) => { const token = this._parts?.chips.step(event, i); if (token !== undefined) this.select({ token }); },
+        }),
         masked: h('p.masked-line'),
         note: h('p.vocab-note.muted', { role: 'status' }),
         start: h('button.primary', { type: 'button', hidden: true, on: { click: (event) => { this._armed = true; event.currentTarget.hidden = true; this.predictNow(); } } }),

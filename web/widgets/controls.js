@@ -39,6 +39,7 @@ export class TokenChips {
     this.tokens = null;
     this.showSpecial = null;
     this.selected = -1;
+    this.stop = null;  // the roving chip in the tab order
     const chipOf = (event) => event.target.closest?.('button.chip');
     this.el.addEventListener('click', (event) => {
       const chip = chipOf(event);
@@ -95,6 +96,23 @@ export class TokenChips {
     this.sync(this.el, this.groups);
   }
 
+  // The roving chips' keys: the arrow keys go to the previous or the next shown chip (left and
+  // up back, right and down on: the chips wrap like lines of text), Home and End to the first
+  // and the last. Moves the focus and returns the chip's token for the caller to select, or
+  // undefined for another key (left to the browser).
+  step(event, i) {
+    const back = event.key === 'ArrowLeft' || event.key === 'ArrowUp';
+    const on = event.key === 'ArrowRight' || event.key === 'ArrowDown';
+    if (!back && !on && event.key !== 'Home' && event.key !== 'End') return undefined;
+    event.preventDefault();
+    const shown = this.chips.map((c, k) => (c.hidden ? -1 : k)).filter((k) => k >= 0);
+    const at = shown.indexOf(i);
+    const target = event.key === 'Home' ? shown[0] : event.key === 'End' ? shown[shown.length - 1] : shown[at + (back ? -1 : 1)];
+    if (target === undefined) return undefined;
+    this.chips[target].focus();
+    return target;
+  }
+
   // Makes parent's children exactly `children`, moving nothing that is already in place.
   sync(parent, children) {
     const now = parent.children;
@@ -106,19 +124,27 @@ export class TokenChips {
 
   update(result, selected, showSpecial) {
     if (result.tokens !== this.tokens || showSpecial !== this.showSpecial) this.build(result, showSpecial);
-    if (selected === this.selected) return;
-    const old = this.chips[this.selected];
-    if (old) {
-      old.setAttribute('aria-pressed', 'false');
-      if (this.roving) old.tabIndex = -1;
+    if (selected !== this.selected) {
+      this.chips[this.selected]?.setAttribute('aria-pressed', 'false');
+      const chip = this.chips[selected];
+      if (chip) {
+        chip.setAttribute('aria-pressed', 'true');
+        revealRow(this.scroller, chip);
+      }
+      this.selected = selected;
     }
-    const chip = this.chips[selected];
-    if (chip) {
-      chip.setAttribute('aria-pressed', 'true');
-      if (this.roving) chip.tabIndex = 0;
-      revealRow(this.scroller, chip);
-    }
-    this.selected = selected;
+    if (this.roving) this.rove();
+  }
+
+  // The one chip in the tab order: the selected one, or the first shown where none is (a
+  // figure whose word is not chosen yet, or is a hidden [CLS]).
+  rove() {
+    const chip = this.chips[this.selected];
+    const stop = chip && !chip.hidden ? chip : this.chips.find((c) => !c.hidden);
+    if (stop === this.stop && stop?.tabIndex === 0) return;
+    if (this.stop) this.stop.tabIndex = -1;
+    if (stop) stop.tabIndex = 0;
+    this.stop = stop;
   }
 }
 
