@@ -74,13 +74,18 @@ export async function withVocabularyProgress(engine, work, say) {
     stats = null;
   }
   const needed = stats && stats.count > 0 && stats.loaded < stats.count;
+  const what = `Predictions need the whole vocabulary table (${thousands(stats?.count ?? 0)} pieces, ${megabytes(stats?.total ?? 0)}), downloaded once and kept for later visits`;
   let timer = null;
+  // Set once the work is over: a report still on its way then (shardStats is a round trip to
+  // the engine's worker) says nothing, so that the line does not keep "downloading" under the
+  // finished prediction.
+  let over = false;
   if (needed) {
-    say(`Predictions need the whole vocabulary table: downloading ${stats.count} small files (${megabytes(stats.total)} in all) once; ${stats.loaded} of ${stats.count} are here\u2026`);
+    say(`${what}: ${thousands(stats.loaded)} of them are here\u2026`);
     timer = setInterval(async () => {
       try {
         const s = await engine.shardStats();
-        say(`Predictions need the whole vocabulary table: downloading\u2026 ${s.loaded} of ${s.count} files, ${megabytes(s.bytes)} so far.`);
+        if (!over) say(`${what}: ${thousands(s.loaded)} of them are here\u2026`);
       } catch {
         // The status line only.
       }
@@ -89,6 +94,7 @@ export async function withVocabularyProgress(engine, work, say) {
   try {
     return await work();
   } finally {
+    over = true;
     if (timer) clearInterval(timer);
     if (needed) say('');
   }
