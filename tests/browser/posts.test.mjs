@@ -177,12 +177,19 @@ describe('the series\u2019 posts', { timeout: 600000 }, () => {
         assert.ok(Math.abs(partition[q] - (100 * count) / c.rows) <= 0.1 + 1e-9, `partition column ${q}: ${partition[q]} vs ${(100 * count) / c.rows}`);
       });
     });
-    // The title's counts: heads whose whole interval of the share lies at or above 90%.
+    // The title's counts: heads whose whole interval of the share lies at or above 90% on the set
+    // and on the held-out sentences.
     const words = ['no', 'one', 'two', 'three', 'four', 'five', 'six'];
-    const previous = set.profile.heads.filter((x) => x.shares.word_previous.estimate.low >= 0.9).length;
-    const next = set.profile.heads.filter((x) => x.shares.word_next.estimate.low >= 0.9).length;
+    const held = set.heldout.profile;
+    const both = (key) => set.profile.heads.filter((x, k) => x.shares[key].estimate.low >= 0.9 && held.heads[k].shares[key].estimate.low >= 0.9).length;
+    const previous = both('word_previous');
+    const next = both('word_next');
     const title = await page.locator('h1').textContent();
-    assert.match(title, new RegExp(`over ${set.profile.sentences} sentences, ${words[previous]} almost always says? \u201cthe previous token\u201d and ${words[next]} \u201cthe next token\u201d`));
+    assert.match(title, new RegExp(`over ${set.profile.sentences} sentences and ${held.sentences} held out, ${words[previous]} almost always says? \u201cthe previous token\u201d and ${words[next]} \u201cthe next token\u201d`));
+    // The sharp heads the last section names: at least 0.9 on one neighbour for most word rows, on both sets.
+    const sharp = set.profile.heads.filter((x, k) => x.sharp_neighbour.estimate.low > 0.5 && held.heads[k].sharp_neighbour.estimate.low > 0.5);
+    const sharpText = await page.locator('[data-fact="sharpHeads"]').textContent();
+    assert.ok(sharp.length >= 1 && sharp.every((x) => sharpText.includes(`layer ${x.layer}, head ${x.head}`) || sharpText.includes(`L${x.layer} H${x.head}`)), sharpText);
     assert.equal(await page.locator('[data-fact="onlyPrevious"]').textContent(), `${words[previous]} ${previous === 1 ? 'head does' : 'heads do'}`);
     assert.ok(set.profile.sentences >= 200, `the set has ${set.profile.sentences} sentences`);
     // The reader's sentence: the core's counts and label, and the shares recomputed here from the rows.
