@@ -1,8 +1,9 @@
 // One keyboard model (issue 56): a group of choices is one tab stop and the arrow keys move in
 // it, as the captions say. Figure 1's chips move along the tokens with every arrow key (the
 // caption says so); Figure 5's panels and the contribution post's two rows of chips are one tab
-// stop each, whose arrow keys move and choose; the article's "Copy a link to this view" copies
-// the address that reopens the view. Needs the assembled site (node scripts/site/build_site.mjs).
+// stop each, whose arrow keys move and choose; the vocabulary post's entries read out their id
+// and typed text from the keyboard and on a tap; the article's "Copy a link to this view"
+// copies the address that reopens the view. Needs the assembled site (node scripts/site/build_site.mjs).
 import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -74,6 +75,29 @@ describe('one keyboard model', { timeout: 600000 }, () => {
       // Choosing by keys asks for nothing: the vocabulary table is downloaded only on a click.
       const stats = await page.evaluate(async () => (await (await import('/engine/engine.js')).getEngine()).shardStats());
       assert.ok(stats.loaded < stats.count, `the arrow keys downloaded the vocabulary table (${stats.loaded} of ${stats.count})`);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('vocabulary.html: an entry\u2019s id and typed text are read out on a click and from the keyboard, not only to a mouse\u2019s hover', async () => {
+    const { page, errors, context } = await site.open('vocabulary.html');
+    try {
+      await waitReady(page, '#groups');
+      const group = page.locator('#groups li').first();
+      const entries = group.locator('.entries button.entry');
+      assert.equal((await tabStops(page, '#groups li:first-child .entries button.entry')).length, 1, 'a cause\u2019s entries are one tab stop');
+      const reading = group.locator('.entry-reading');
+      await entries.first().focus();
+      const first = await reading.textContent();
+      assert.match(first, /^.+: id \d+, typed as \u201c.*\u201d\.$/, first);
+      await page.keyboard.press('ArrowRight');
+      const second = await entries.nth(1).textContent();
+      assert.ok((await reading.textContent()).startsWith(`${second}: id `), `\u2192 read ${await reading.textContent()}`);
+      await entries.nth(3).click();
+      assert.ok((await reading.textContent()).startsWith(`${await entries.nth(3).textContent()}: id `), 'a click reads its entry');
+      assert.equal(await entries.nth(3).getAttribute('tabindex'), '0', 'the entry read is the tab stop');
       assert.deepEqual(errors, []);
     } finally {
       await context.close();

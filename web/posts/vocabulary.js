@@ -111,6 +111,32 @@ async function drawPlayground(tokenizer, unkId) {
   });
 }
 
+// A cause's first entries, each a button that reads out its id and the text typed for it in the
+// line under them: on a click or a tap, and from the keyboard, where the entries are one tab stop
+// and the arrow keys move along them (a title tooltip, which this was, shows to a mouse only).
+function sampleOf(entries) {
+  const reading = h('p.entry-reading', { 'aria-live': 'polite' });
+  // The entry read is the group's tab stop.
+  const read = (k) => {
+    const f = entries[k];
+    reading.replaceChildren(h('code', { text: f.entry }), `: id ${f.id}, typed as \u201c${f.text}\u201d.`);
+    buttons.forEach((b, j) => { b.tabIndex = j === k ? 0 : -1; });
+  };
+  const buttons = entries.map((f, k) => h('button.entry', {
+    type: 'button', tabindex: k ? '-1' : '0', dataset: { k: String(k) }, text: f.entry, on: { click: () => read(k), focus: () => read(k) },
+  }));
+  const list = h('div.entries', { role: 'group', 'aria-label': 'Entries: arrow keys move between them, each read out below' }, buttons);
+  list.addEventListener('keydown', (event) => {
+    const k = Number(event.target.dataset?.k);
+    const to = { ArrowLeft: k - 1, ArrowUp: k - 1, ArrowRight: k + 1, ArrowDown: k + 1, Home: 0, End: buttons.length - 1 }[event.key];
+    if (to === undefined || Number.isNaN(k)) return;
+    event.preventDefault();
+    buttons[Math.max(0, Math.min(buttons.length - 1, to))].focus();
+  });
+  read(0);
+  return [list, reading];
+}
+
 function drawGroups(survival, causes) {
   const groups = new Map(Object.keys(CAUSES).map((c) => [c, []]));
   survival.failures.forEach((f, k) => groups.get(causes[k]).push(f));
@@ -118,7 +144,7 @@ function drawGroups(survival, causes) {
   const none = [...groups.entries()].filter(([, list]) => !list.length);
   const items = found.map(([cause, list]) => h('li', { dataset: { cause, count: String(list.length) } },
     h('b', { text: `${thousands(list.length)} ` }), CAUSES[cause], '.',
-    h('div.entries', {}, list.slice(0, SAMPLE).map((f) => h('code', { title: `id ${f.id}, typed as \u201c${f.text}\u201d`, text: f.entry }))),
+    sampleOf(list.slice(0, SAMPLE)),
     list.length > SAMPLE ? h('details.more', {}, h('summary', { text: `All ${thousands(list.length)}` }),
       h('div.entries', {}, list.map((f) => h('code', { text: f.entry })))) : null));
   groupsSlot.replaceChildren(h('ul.groups', {}, items),
