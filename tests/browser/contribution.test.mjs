@@ -271,7 +271,7 @@ describe('contribution.html and its figures', { timeout: 900000 }, () => {
     const liveMs = Date.now() - t0;
     t.diagnostic(`set section drawn ${setMs} ms after the page opened; engine live after ${liveMs} ms`);
     assert.ok(setMs <= liveMs + 2000, `the set section took ${setMs} ms, the engine ${liveMs} ms`);
-    const facts = await page.locator('#survival').evaluate((el) => ({ ...el.dataset, rows: [...el.querySelectorAll('tbody tr')].map((tr) => ({ ...tr.dataset })) }));
+    const facts = await page.locator('#survival').evaluate((el) => ({ ...el.dataset, rows: [...el.querySelectorAll('table[data-scope="survival"] tbody tr')].map((tr) => ({ ...tr.dataset })) }));
     assert.equal(Number(facts.words), summary.words);
     assert.equal(Number(facts.agree), summary.agreement.observed);
     assert.equal(Number(facts.expected), summary.agreement.expected);
@@ -285,9 +285,18 @@ describe('contribution.html and its figures', { timeout: 900000 }, () => {
     assert.doesNotMatch(text, /1 in \d+|being computed|being counted/);
     assert.match(await page.locator('[data-fact="agree"]').textContent(), new RegExp(`^${summary.agreement.observed.toLocaleString('en-US')} of the ${summary.words.toLocaleString('en-US')} words `));
     assert.match(await page.locator('[data-fact="expected"]').textContent(), new RegExp(`^${summary.agreement.expected.toFixed(1)} `));
+    // A finding only where it holds on both sets, with position kept; both sets' numbers shown.
+    const held = set.heldout.contribution.summary;
     const conclusion = await page.locator('[data-fact="conclusion"]').textContent();
-    const significant = summary.agreement.p_value < 0.05;
-    assert.equal(/^There is no evidence that the most-attending/.test(conclusion), !significant, conclusion);
+    const holds = summary.agreement.position_kept.p_value < 0.05 && held.agreement.position_kept.p_value < 0.05;
+    assert.equal(/^Once each word's position is kept, the most-attending head is the most consequential one about as often as chance/.test(conclusion), !holds, conclusion);
+    assert.match(conclusion, new RegExp(`${held.agreement.observed} against ${held.agreement.position_kept.expected.toFixed(0)} expected`));
+    const withinHolds = [summary, held].every((x) => x.within_rho.low > 0);
+    assert.equal(/the correlation does not hold on both sets/.test(conclusion), !withinHolds, conclusion);
+    // Every statistic on both sets and both ablations, in one table.
+    const claims = await page.locator('table[data-scope="claims"] thead th').allTextContents();
+    assert.equal(claims.length, 5, claims.join(' | '));
+    assert.match(await page.locator('[data-fact="meanSame"]').textContent(), new RegExp(`^${set.contribution_mean.same_most_consequential.toLocaleString('en-US')} of the `));
     for (const key of ['rhoPerWord', 'rhoConstant', 'rhoBeyond', 'withinRho', 'survival']) {
       assert.match(await page.locator(`[data-fact="${key}"]`).textContent(), /\(95% interval [\u2212-]?[\d.]+%? to [\u2212-]?[\d.]+%?\)$/, key);
     }
