@@ -356,7 +356,7 @@ function facts(view) {
     // Reads true for whatever head is shown: a row that parks its weight on the markers, or not.
     specialSentence: specialShare(row, r.roles) >= 0.2
       ? `In the row of Figure 1, those two markers hold ${fmtWeight(specialShare(row, r.roles))} of the weight.`
-      : `In the row of Figure 1 they hold only ${fmtWeight(specialShare(row, r.roles))} of it: this head found somewhere else to put its weight.`,
+      : `In the row of Figure 1 they hold ${specialShare(row, r.roles) < 0.001 ? '' : 'only '}${fmtWeight(specialShare(row, r.roles))} of it: this head found somewhere else to put its weight.`,
   });
   const m = mechanism(r, layer, head, token);
   if (m) {

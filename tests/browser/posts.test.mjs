@@ -195,8 +195,11 @@ describe('the series\u2019 posts', { timeout: 600000 }, () => {
     // The reader's sentence: the core's counts and label, and the shares recomputed here from the rows.
     const mine = await pageCounts(page, [set.sentences[0]]);
     assert.ok(mine.worstSum <= ROW_SUM_TOLERANCE, `a row sums to 1 \u00b1 ${mine.worstSum}`);
-    const totalWord = (await page.locator('[data-fact="totalWord"]').textContent()).toLowerCase();
-    assert.ok(title.toLowerCase().startsWith(`${totalWord} heads`), title);
+    // One name for the post: its title, its heading and the article's link to it; the count of
+    // heads is in the subtitle.
+    const totalWord = await page.locator('[data-fact="totalWord"]').textContent();
+    assert.ok(title.startsWith(`Every head, and what each one does: ${totalWord} heads over `), title);
+    assert.equal(await page.title(), 'Every head, and what each one does');
     (await tableRows(page, 'yours')).forEach((row, k) => {
       const c = mine.heads[k];
       assert.equal(row.label, c.coreLabels[0]);

@@ -119,7 +119,7 @@ async function drawSet() {
   const level = p.bootstrap.level;
   const positional = p.heads.filter((x) => POSITIONAL.has(x.label));
   fillFacts(document, {
-    totalWord: countWord(p.heads.length),
+    totalWord: countWord(p.heads.length, true),
     titleCounts: `over ${p.sentences} sentences and ${q.sentences} held out, ${countWord(previous.length, true)} almost always ${previous.length === 1 ? 'says' : 'say'} \u201cthe previous token\u201d and ${countWord(next.length, true)} \u201cthe next token\u201d`,
     heldoutSentences: String(q.sentences),
     setModel: `the f32 file of the model this page runs, ${set.model.name}`,
@@ -158,7 +158,6 @@ async function drawSet() {
       + `${countWord(previous.length + next.length, true)} of them point at their neighbour for at least ${percent(ALMOST_ALWAYS, 0)} of the words that have one, with the whole ${percent(level, 0)} interval above that bar on the set and on the ${q.sentences} held-out sentences. `
       + `The other labels describe tendencies, not rules${borderline.length ? `, and ${countWord(borderline.length, true)} of them could change with another sample of sentences` : ''}.`,
   });
-  document.title = `${countWord(p.heads.length)} heads, and what each one does`;
   setTable.replaceChildren(profileTable(heads, `Every head over the ${p.sentences} sentences (${thousands(first.rows)} rows per head, ${thousands(first.word_rows)} of them word rows), with ${percent(level, 0)} intervals`, 'set'));
   setTable.dataset.ready = 'true';
 }
