@@ -159,6 +159,13 @@ for (const spec of SHAPES) {
           assert.deepEqual(cut, [], `at ${width} px no head label is cut short`);
         }
         await page.setViewportSize({ width: 1280, height: 900 });
+        // The model map: a layer per layer and a head per head, the last one chosen lit.
+        const map = await page.locator('attention-map').evaluate((el) => ({
+          layers: el.shadowRoot.querySelectorAll('li.layer').length,
+          heads: el.shadowRoot.querySelectorAll('a.head').length,
+          lit: [...el.shadowRoot.querySelectorAll('a.head[aria-current]')].map((a) => `${a.dataset.layer}.${a.dataset.head}`),
+        }));
+        assert.deepEqual(map, { layers: shape.layers, heads: shape.layers * shape.heads, lit: [`${shape.layers - 1}.${shape.heads - 1}`] }, 'the model map is the model\u2019s shape');
         // Figure 5 draws one panel per head (it is drawn when the reader scrolls near it).
         await page.locator('attention-heads[data-figure="heads"]').scrollIntoViewIfNeeded();
         await page.waitForFunction((count) => document.querySelector('attention-heads[data-figure="heads"]')?.shadowRoot.querySelectorAll('button.multiple').length === count, shape.layers * shape.heads, { timeout: LOAD_TIMEOUT_MS });
