@@ -172,9 +172,9 @@ async function draw() {
   // ready; meanwhile the figures keep the last live result and say what happened.
   const view = await viewFor(state);
   if (!view) return;
-  // Null when a newer render overtook it: that render draws the pair figure.
-  const pairView = pairFigures.length ? await pairViewFor(state, view) : null;
-  if (!loop.isNewest(view)) return;
+  // The pair figure's two sentences, through this view's head, are analysed while the other
+  // figures draw; null when a newer render overtook them (that render draws the pair figure).
+  const pairView = pairFigures.length ? pairViewFor(state, view) : null;
   const push = pushPending;
   pushPending = false;
   lastView = view;
@@ -191,7 +191,8 @@ async function draw() {
   // keeps the view for later (see offScreenViews).
   let drawn = 0;
   for (const figure of figures) {
-    const shown = pairFigures.includes(figure) ? pairView : view;
+    const shown = pairFigures.includes(figure) ? await pairView : view;
+    if (!loop.isNewest(view)) return;
     if (!shown) continue;
     if (farOffScreen(figure)) {
       keepView(figure, shown);

@@ -103,6 +103,10 @@ async function displayedRow(page) {
 }
 
 async function checkDisplayedAgainstEngine(page, expected) {
+  // A click's row is drawn a few tasks after the click (the analysis comes from the worker's memo).
+  if (expected.token !== undefined) {
+    await page.waitForFunction((t) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.token === String(t), expected.token, { timeout: 30000 });
+  }
   const shown = await displayedRow(page);
   assert.equal(shown.sentence, expected.sentence);
   if (expected.token !== undefined) assert.equal(shown.token, expected.token);

@@ -248,15 +248,33 @@ class AttentionMap extends AttentionFigure {
     next.focus();
   }
 
-  // A head's link chooses that head for every figure (and, on the article, goes to Figure 1);
-  // a figure on its own stays where it is.
+  // A head's link chooses that head for every figure (and, on the article, goes to Figure 1; a
+  // figure on its own stays where it is). On the article a link scrolls to its place and moves
+  // the focus there without writing its id into the address, which holds the reader's view.
   onClick(event) {
     const link = event.target.closest?.('a');
     if (!link) return;
     this.setStop(link);
-    if (link.dataset.part !== 'head') return;
-    if (this._standalone) event.preventDefault();
-    this.select({ layer: Number(link.dataset.layer), head: Number(link.dataset.head) });
+    const head = link.dataset.part === 'head';
+    if (head) this.select({ layer: Number(link.dataset.layer), head: Number(link.dataset.head) });
+    const plain = event.button === 0 && !event.metaKey && !event.ctrlKey && !event.shiftKey && !event.altKey;
+    if (this._standalone ? head : plain) event.preventDefault();
+    if (!this._standalone && plain) this.goTo(MAP_TARGETS[link.dataset.part]);
+  }
+
+  // At once, not smoothly: the figures on the way are laid out only as they come near (the
+  // article's content-visibility), which moves a target that a smooth scroll aimed at. Once
+  // they are, the target is brought to the top again if it moved.
+  goTo(id) {
+    const target = this.ownerDocument.getElementById(id);
+    if (!target) return;
+    target.scrollIntoView({ block: 'start', behavior: 'instant' });
+    if (!target.hasAttribute('tabindex') && target.tabIndex < 0) target.setAttribute('tabindex', '-1');
+    target.focus({ preventScroll: true });
+    if (typeof requestAnimationFrame !== 'function') return;
+    requestAnimationFrame(() => requestAnimationFrame(() => {
+      if (Math.abs(target.getBoundingClientRect().top) > 2) target.scrollIntoView({ block: 'start', behavior: 'instant' });
+    }));
   }
 }
 
