@@ -90,6 +90,21 @@ class AttentionMap extends AttentionFigure {
 
   static placeholderHeight = '14em';
 
+  // In the article, Figure 1 just below says what the figures show (the example, the live
+  // model): the map's own status line speaks only of a failure or while it has nothing to draw.
+  // On its own, a figure keeps its status line.
+  renderStatus(view) {
+    super.renderStatus(view);
+    const quiet = !this._standalone && Boolean(view.result) && view.mode !== 'error';
+    if (this.statusEl.hidden !== quiet) this.statusEl.hidden = quiet;
+  }
+
+  // The model's info (the feed-forward width, the vocabulary) arrives with the engine, after the
+  // example: the map is drawn again then.
+  bodyChanged(view, previous) {
+    return super.bodyChanged(view, previous) || view.model !== previous?.model;
+  }
+
   // Built once per model shape; a new selection moves the lit head, a new sentence its count.
   render(view) {
     if (!this.hasResult(view)) {
