@@ -123,6 +123,9 @@ describe('the model map and the two-sentence figure', { timeout: 300000 }, () =>
 
     await openInstrument(page);
     await figuresDrawn(page);
+    // The engine's model info gives the feed-forward width and the vocabulary.
+    assert.match(await page.locator('attention-map li.ffn .sub').first().textContent(), /^\d+ \u2192 [\d,]+ \u2192 \d+$/);
+    assert.match(await page.locator('attention-map a[data-part="output"] .sub').textContent(), /each of [\d,]+ entries/);
     const first = await instrumentHead(page);
     await mapFollows(page, first);
     // A head chosen in the instrument: the map lights it.
