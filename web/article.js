@@ -174,7 +174,12 @@ async function draw() {
   if (!view) return;
   // The pair figure's two sentences, through this view's head, are analysed while the other
   // figures draw; null when a newer render overtook them (that render draws the pair figure).
-  const pairView = pairFigures.length ? pairViewFor(state, view) : null;
+  // They are other sentences, with word-embedding rows of their own to download, so they are
+  // asked for only once the figure is near the screen: the opening view fetches the opening
+  // sentence's rows and no more (the observer below draws again when the figure comes near).
+  const pairWanted = pairFigures.some((figure) => nearScreen.get(figure) === true || typeof IntersectionObserver !== 'function');
+  pairStale = pairFigures.length > 0 && !pairWanted;
+  const pairView = pairWanted ? pairViewFor(state, view) : null;
   const push = pushPending;
   pushPending = false;
   lastView = view;
@@ -226,6 +231,7 @@ const QUIET_MS = 1000;
 const NEAR_MARGIN = '100% 0px';
 const nearScreen = new Map();  // figure -> whether it is within NEAR_MARGIN (absent: not known yet)
 const offScreenViews = new Map();  // figure -> the newest view it has not taken yet
+let pairStale = false;  // a render left the pair figure out while it was far off screen
 const farOffScreen = (figure) => nearScreen.get(figure) === false;
 // A figure that holds a view it has not drawn says so (data-waiting): the tests wait for it to go.
 function keepView(figure, view) {
@@ -248,6 +254,7 @@ if (typeof IntersectionObserver === 'function') {
     for (const entry of entries) {
       nearScreen.set(entry.target, entry.isIntersecting);
       if (entry.isIntersecting) takeView(entry.target);
+      if (entry.isIntersecting && pairStale && pairFigures.includes(entry.target)) render();
     }
   }, { rootMargin: NEAR_MARGIN });
   for (const figure of figures) observer.observe(figure);
