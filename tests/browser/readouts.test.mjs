@@ -463,7 +463,13 @@ describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, (
       }
       const shown = await shownRow(page);
       const expected = await engineSide(shown);
-      const seen = await drawn();
+      // Figure 2 sits below the instrument: a figure off screen takes a new view when it comes
+      // near or when the page is quiet, so the test waits (up to 10 s) for it to show this token.
+      let seen = await drawn();
+      for (let tries = 0; tries < 50 && JSON.stringify(seen.weights) !== JSON.stringify(expected.row); ++tries) {
+        await page.waitForTimeout(200);
+        seen = await drawn();
+      }
       assert.equal(seen.steps, 6, `${step}: Figure 2 has the value step and the heads' contexts`);
       assert.ok(seen.visible, `${step}: the recheck line is not visible`);
       assert.deepEqual(seen.weights, expected.row, `${step}: the value step's weights are not the engine's row`);
