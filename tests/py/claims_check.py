@@ -35,7 +35,7 @@ sys.path[:0] = [HERE, os.path.dirname(os.path.dirname(HERE))]
 
 from bert_reference import BertReference, basic_tokenize, lowercase_like_transformers  # noqa: E402
 from helpers import ROOT  # noqa: E402
-from test_sentence_set import SentenceSetTest, resamples, interval, summarize_words, reference_words  # noqa: E402
+from test_sentence_set import SentenceSetTest, head_counts, interval, reference_words, resamples, summarize_words  # noqa: E402
 
 from scripts.model import modelfile  # noqa: E402
 from scripts.reference import reference_bert  # noqa: E402
@@ -110,31 +110,6 @@ class Reference:
         return out
 
 
-def sentence_label_counts(attention, roles):
-    """Per head, the counts the label rule reads (see test_sentence_set.reference_counts)."""
-    layers, heads, n, _ = attention.shape
-    out = []
-    for layer in range(layers):
-        for head in range(heads):
-            c = {k: 0 for k in ("rows", "previous_token", "next_token", "cls", "sep", "self", "punctuation")}
-            entropy = 0.0
-            for i in range(n):
-                row = attention[layer, head, i]
-                j = int(np.argmax(row))
-                c["rows"] += 1
-                c["previous_token"] += j == i - 1
-                c["next_token"] += j == i + 1
-                c["cls"] += j == 0
-                c["sep"] += j == n - 1
-                c["self"] += j == i
-                c["punctuation"] += roles[j] == "punctuation"
-                p = row[row > 0]
-                entropy += float(-(p * np.log(p)).sum()) / (math.log(n) if n > 1 else 1)
-            c["normalized_entropy_sum"] = entropy
-            out.append(c)
-    return out
-
-
 def confident_counts(ref, text, rule):
     """One sentence's ConfidentCounts, by the definitions in wasm/core/sentence_set.h."""
     ids, roles, word_of = ref.tokens(text)
@@ -143,7 +118,8 @@ def confident_counts(ref, text, rule):
     n = len(ids)
     K = ref.layers * ref.heads
     rows = attention.reshape(K, n, n)
-    labels = [SentenceSetTest.label(None, c, rule) for c in sentence_label_counts(attention, roles)]
+    special = ["special" if role in ("cls", "sep") else role for role in roles]
+    labels = [SentenceSetTest.label(None, c, rule) for c in head_counts(attention, special)[0]]
     content_head = [label not in ("previous-token", "next-token", "self", "[CLS]/[SEP] sink") for label in labels]
     c = {"words": 0, "positional": 0, "neighbour_word": 0, "value_weighted_positional": 0, "content_rows": 0,
          "wins": np.zeros(K, int), "value_weighted_wins": np.zeros(K, int), "content_wins": np.zeros(K, int),

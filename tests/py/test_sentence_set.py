@@ -128,6 +128,50 @@ def masked_lm_probabilities(weights, config, hidden):
     return torch.softmax(logits, dim=-1).numpy()
 
 
+def head_counts(attention, roles):
+    """Per head (layer-major), the profile's counts of one sentence from its attention (L, H, n, n)
+    and its tokens' roles ('special', 'punctuation', 'ordinary'), from the definitions in
+    docs/ARCHITECTURE.md; and the smallest gap between a row's two largest weights."""
+    layers, heads = attention.shape[:2]
+    n = len(roles)
+    out, smallest_gap = [], math.inf
+    for layer in range(layers):
+        for head in range(heads):
+            c = {k: 0 for k in ("rows", "previous_token", "next_token", "cls", "sep", "self", "punctuation",
+                                "word_rows", "word_rows_with_previous", "word_previous", "word_rows_with_next",
+                                "word_next", "target_special", "target_self", "target_previous", "target_next",
+                                "target_punctuation", "target_other")}
+            entropy = 0.0
+            for i in range(n):
+                row = attention[layer, head, i]
+                j = int(np.argmax(row))
+                smallest_gap = min(smallest_gap, row[j] - np.partition(row, -2)[-2] if n > 1 else math.inf)
+                c["rows"] += 1
+                c["previous_token"] += j == i - 1
+                c["next_token"] += j == i + 1
+                c["cls"] += j == 0
+                c["sep"] += j == n - 1
+                c["self"] += j == i
+                c["punctuation"] += roles[j] == "punctuation"
+                has_previous = i >= 2
+                has_next = i + 2 <= n - 1
+                if roles[i] == "ordinary":
+                    c["word_rows"] += 1
+                    c["word_rows_with_previous"] += has_previous
+                    c["word_previous"] += has_previous and j == i - 1
+                    c["word_rows_with_next"] += has_next
+                    c["word_next"] += has_next and j == i + 1
+                target = ("target_special" if roles[j] == "special" else "target_self" if j == i
+                          else "target_previous" if j == i - 1 else "target_next" if j == i + 1
+                          else "target_punctuation" if roles[j] == "punctuation" else "target_other")
+                c[target] += 1
+                p = row[row > 0]
+                entropy += float(-(p * np.log(p)).sum()) / (math.log(n) if n > 1 else 1)
+            c["normalized_entropy_sum"] = entropy
+            out.append(c)
+    return out, smallest_gap
+
+
 def summarize_words(words, chosen, heads, predicted_rank):
     """The contribution summary's statistics over the words listed in `chosen` (indices, repeats
     allowed), from the definitions in docs/ARCHITECTURE.md."""
@@ -209,43 +253,7 @@ class SentenceSetTest(unittest.TestCase):
         roles = ["special"] + [("punctuation" if punct else "ordinary") for pieces, punct in words
                                for _ in pieces] + ["special"]
         _, attention = self.forward(ids)
-        n = len(ids)
-        out, smallest_gap = [], math.inf
-        for layer in range(self.layers):
-            for head in range(self.heads):
-                c = {k: 0 for k in ("rows", "previous_token", "next_token", "cls", "sep", "self", "punctuation",
-                                    "word_rows", "word_rows_with_previous", "word_previous", "word_rows_with_next",
-                                    "word_next", "target_special", "target_self", "target_previous", "target_next",
-                                    "target_punctuation", "target_other")}
-                entropy = 0.0
-                for i in range(n):
-                    row = attention[layer, head, i]
-                    j = int(np.argmax(row))
-                    smallest_gap = min(smallest_gap, row[j] - np.partition(row, -2)[-2] if n > 1 else math.inf)
-                    c["rows"] += 1
-                    c["previous_token"] += j == i - 1
-                    c["next_token"] += j == i + 1
-                    c["cls"] += j == 0
-                    c["sep"] += j == n - 1
-                    c["self"] += j == i
-                    c["punctuation"] += roles[j] == "punctuation"
-                    has_previous = i >= 2
-                    has_next = i + 2 <= n - 1
-                    if roles[i] == "ordinary":
-                        c["word_rows"] += 1
-                        c["word_rows_with_previous"] += has_previous
-                        c["word_previous"] += has_previous and j == i - 1
-                        c["word_rows_with_next"] += has_next
-                        c["word_next"] += has_next and j == i + 1
-                    target = ("target_special" if roles[j] == "special" else "target_self" if j == i
-                              else "target_previous" if j == i - 1 else "target_next" if j == i + 1
-                              else "target_punctuation" if roles[j] == "punctuation" else "target_other")
-                    c[target] += 1
-                    p = row[row > 0]
-                    entropy += float(-(p * np.log(p)).sum()) / (math.log(n) if n > 1 else 1)
-                c["normalized_entropy_sum"] = entropy
-                out.append(c)
-        return out, smallest_gap
+        return head_counts(attention, roles)
 
     def test_profile_counts_match_the_reference(self):
         per_sentence = self.profile["per_sentence"]

@@ -194,9 +194,8 @@ Status ProfileSentences(LoadedModel& model, const std::vector<std::string>& sent
     std::vector<std::vector<double>> resampled(3 + heads);
     for (const auto& draw : resamples) {
       ConfidentCounts sum;
-      int64_t word_rows = 0;
       for (uint32_t s : draw) sum.Merge(out->confident_per_sentence[s]);
-      word_rows = sum.words;
+      const int64_t word_rows = sum.words;
       resampled[0].push_back(Ratio(sum.positional, word_rows));
       resampled[1].push_back(Ratio(sum.neighbour_word, word_rows));
       resampled[2].push_back(Ratio(sum.value_weighted_positional, word_rows));
