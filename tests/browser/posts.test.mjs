@@ -188,6 +188,12 @@ describe('the series\u2019 posts', { timeout: 600000 }, () => {
     assert.match(title, new RegExp(`over ${set.profile.sentences} sentences and ${held.sentences} held out, ${words[previous]} almost always says? \u201cthe previous token\u201d and ${words[next]} \u201cthe next token\u201d`));
     // The sharp heads the last section names: at least 0.9 on one neighbour for most word rows, on both sets.
     const sharp = set.profile.heads.filter((x, k) => x.sharp_neighbour.estimate.low > 0.5 && held.heads[k].sharp_neighbour.estimate.low > 0.5);
+    // A label that differs on the held-out sentences is named with both labels.
+    const conclusionText = await page.locator('[data-fact="conclusion"]').textContent();
+    set.profile.heads.forEach((x, k) => {
+      if (x.label === held.heads[k].label) return;
+      assert.ok(conclusionText.includes(`L${x.layer} H${x.head} is ${x.label} on the set and ${held.heads[k].label} there`), conclusionText);
+    });
     const sharpText = await page.locator('[data-fact="sharpHeads"]').textContent();
     assert.ok(sharp.length >= 1 && sharp.every((x) => sharpText.includes(`layer ${x.layer}, head ${x.head}`) || sharpText.includes(`L${x.layer} H${x.head}`)), sharpText);
     assert.equal(await page.locator('[data-fact="onlyPrevious"]').textContent(), `${words[previous]} ${previous === 1 ? 'head does' : 'heads do'}`);

@@ -112,6 +112,16 @@ async function drawSet() {
   const sharp = p.heads.filter((x, k) => x.sharp_neighbour.estimate.low > 0.5 && q.heads[k].sharp_neighbour.estimate.low > 0.5);
   const share = (x) => percent(x.sharp_neighbour.estimate.value);
   const twinOf = (x) => q.heads.find((y) => y.layer === x.layer && y.head === x.head);
+  // "85.7% [84.8%, 86.6%]": the share and its interval, compact enough to nest in a sentence.
+  const sharpShare = (x) => {
+    const e = x.sharp_neighbour.estimate;
+    return `${percent(e.value)} [${percent(e.low)}, ${percent(e.high)}]`;
+  };
+  // Labels that differ between the two sets, and the held-out tally.
+  const changed = p.heads.map((x, k) => ({ ...x, k })).filter((x) => x.label !== q.heads[x.k].label);
+  const heldTally = {};
+  for (const x of q.heads) heldTally[x.label] = (heldTally[x.label] ?? 0) + 1;
+  const heldoutTally = Object.entries(heldTally).sort((a, b) => b[1] - a[1]).map(([label, n]) => `${n} ${label}`).join(', ');
   const near = (key) => p.heads.filter((x) => x.shares[key].estimate.value >= ALMOST_ALWAYS && x.shares[key].estimate.low < ALMOST_ALWAYS);
   const tally = {};
   for (const x of p.heads) tally[x.label] = (tally[x.label] ?? 0) + 1;
@@ -145,18 +155,21 @@ async function drawSet() {
     sharpWeight: fmt(sharpWeight, 1),
     sharpHeads: sharp.length
       ? `${sharp.map((x) => headShort(x.layer - 1, x.head - 1)).join(' and ')} ${sharp.length === 1 ? 'puts' : 'put'} nearly all of a row on one neighbouring token: at least ${fmt(sharpWeight, 1)} of it for `
-        + `${sharp.map((x) => `${share(x)} of word rows (${share(twinOf(x))} held out)`).join(' and ')}`
+        + `${sharp.map((x) => `${sharpShare(x)} of word rows (held out ${sharpShare(twinOf(x))})`).join(' and ')}, ${percent(level, 0)} intervals in brackets`
       : `no head puts at least ${fmt(sharpWeight, 1)} of a row on one neighbouring token for most word rows on both sets`,
     otherPositional: (() => {
       const others = positional.filter((x) => !sharp.includes(x));
       return others.length
-        ? `The other positional ${others.length === 1 ? 'head does' : 'heads do'} not: ${others.map((x) => `${headShort(x.layer - 1, x.head - 1)} for ${share(x)} (mean largest weight ${fmt(x.mean_largest_word_weight, 2)})`).join(', ')}. Their largest weight falls on a neighbour more often than anywhere else, but the rest of the row goes to the words.`
+        ? `The other positional ${others.length === 1 ? 'head does' : 'heads do'} not: ${others.map((x) => `${headShort(x.layer - 1, x.head - 1)} for ${share(x)} (mean largest weight ${fmt(x.mean_largest_word_weight, 2)})`).join(', ')}. Their largest weight falls on a neighbour more often than anywhere else, but much of the row goes elsewhere.`
         : '';
     })(),
     conclusion: `In this model ${countWord(positional.length, true)} of the ${countWord(p.heads.length, true)} heads are positional by the core\u2019s rule: `
       + `${positional.map((x) => `${headShort(x.layer - 1, x.head - 1)} (${x.label})`).join(', ') || 'none'}; `
       + `${countWord(previous.length + next.length, true)} of them point at their neighbour for at least ${percent(ALMOST_ALWAYS, 0)} of the words that have one, with the whole ${percent(level, 0)} interval above that bar on the set and on the ${q.sentences} held-out sentences. `
-      + `The other labels describe tendencies, not rules${borderline.length ? `, and ${countWord(borderline.length, true)} of them could change with another sample of sentences` : ''}.`,
+      + `The other labels describe tendencies, not rules${borderline.length ? `, and ${countWord(borderline.length, true)} of them could change with another sample of sentences` : ''}. `
+      + (changed.length
+        ? `On the held-out sentences ${changed.length === 1 ? 'one did' : `${countWord(changed.length, true)} did`}: ${changed.map((x) => `${headShort(x.layer - 1, x.head - 1)} is ${x.label} on the set and ${q.heads[x.k].label} there${x.borderline ? ' (a label this page marks borderline)' : ''}`).join('; ')}; the held-out tally is ${heldoutTally}.`
+        : `On the held-out sentences every head keeps its label.`),
   });
   setTable.replaceChildren(profileTable(heads, `Every head over the ${p.sentences} sentences (${thousands(first.rows)} rows per head, ${thousands(first.word_rows)} of them word rows), with ${percent(level, 0)} intervals`, 'set'));
   setTable.dataset.ready = 'true';
