@@ -36,6 +36,8 @@ describe('one keyboard model', { timeout: 600000 }, () => {
       const token = Number(await chip.getAttribute('data-token'));
       await chip.focus();
       await page.keyboard.press('ArrowDown');
+      // The figure redraws in a task of its own: wait (up to 10 s) for the pressed chip to move.
+      await page.waitForFunction((t) => document.querySelector('#instrument').shadowRoot.querySelector('button.chip[aria-pressed="true"]')?.dataset.token !== String(t), token, { timeout: 10000 }).catch(() => {});
       assert.equal(await page.locator('#instrument button.chip[aria-pressed="true"]').getAttribute('data-token'), String(token + 1), '\u2193 on a chip goes to the next token');
 
       assert.deepEqual((await tabStops(page, 'attention-heads button.multiple')).length, 1, 'Figure 5\u2019s panels are one tab stop');
