@@ -19,4 +19,7 @@ int RunProfile(int argc, char** argv);
 // attention-cli contribution --model FILE --sentences FILE --json (set_commands.cc)
 int RunContribution(int argc, char** argv);
 
+// attention-cli lenses --model FILE [--target POS] [--json] TEXT (lenses_command.cc)
+int RunLenses(int argc, char** argv);
+
 }  // namespace attn::cli

@@ -133,6 +133,13 @@ RowMajorMatrix HeadAverage(const Activations& activations, int32_t layer) {
   return average;
 }
 
+RowMajorMatrix RolloutLayer(const Activations& activations, int32_t layer, double residual_weight) {
+  RowMajorMatrix mixed(activations.tokens, activations.tokens);
+  HeadAverageInto(activations, layer, mixed.data());
+  MixLayer(mixed.data(), activations.tokens, static_cast<float>(residual_weight), mixed.data());
+  return mixed;
+}
+
 RowMajorMatrix Rollout(const std::vector<RowMajorMatrix>& head_averaged, double residual_weight) {
   if (head_averaged.empty()) return RowMajorMatrix();
   const Eigen::Index n = head_averaged[0].rows();
@@ -426,6 +433,7 @@ LoadedModel::EntryProbability FromLogits(const float* logits, size_t V, int32_t 
     larger += logits[v] > target;
   }
   out.probability = std::exp(static_cast<double>(target) - max_logit) / total;
+  out.log_probability = (static_cast<double>(target) - max_logit) - std::log(total);
   out.rank = larger + 1;
   out.top1 = static_cast<int32_t>(best - logits);
   return out;

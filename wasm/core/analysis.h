@@ -51,6 +51,9 @@ RowMajorMatrix Rollout(const std::vector<RowMajorMatrix>& head_averaged,
                        double residual_weight = kDefaultResidualWeight);  // (n, n)
 RowMajorMatrix Rollout(const Activations& activations,
                        double residual_weight = kDefaultResidualWeight);  // (n, n)
+// One factor of that product, A'_l (n, n): the edge capacities of attention flow (core/lenses.h).
+RowMajorMatrix RolloutLayer(const Activations& activations, int32_t layer,
+                            double residual_weight = kDefaultResidualWeight);
 
 // What each position is, for head profiles; the caller decides (from the tokenizer).
 enum class TokenRole : uint8_t { kOrdinary, kCls, kSep, kPunctuation };
@@ -220,6 +223,7 @@ class LoadedModel {
   // lowest id on ties). Fails as TopPredictions does, or when id is not in the vocabulary.
   struct EntryProbability {
     double probability = 0;
+    double log_probability = 0;  // its natural log, taken without underflow
     int32_t rank = 0;
     int32_t top1 = 0;
   };

@@ -218,6 +218,22 @@ void Encoder::ValueNorms(const LayerWeights& w, float* norms) const {
   }
 }
 
+void Encoder::FinishLayer(int32_t layer, const Eigen::Ref<const RowMajorMatrix>& context,
+                          const Eigen::Ref<const RowMajorMatrix>& x, RowMajorMatrix* y) const {
+  const LayerWeights& w = model_.weights().layers[static_cast<size_t>(layer)];
+  const PackedLayer& packed = packed_[static_cast<size_t>(layer)];
+  const float eps = model_.config().layer_norm_eps;
+  const Index k = context.rows();
+  RowMajorMatrix attended(k, context.cols());
+  RowMajorMatrix intermediate(k, static_cast<Index>(model_.config().intermediate_size));
+  Linear(packed.attention_output, context, attended);
+  AddLayerNorm(attended, x, w.attention_output_norm_weight, w.attention_output_norm_bias, eps);
+  y->resize(k, context.cols());
+  Linear(packed.intermediate, attended, intermediate, Epilogue::kBiasGelu);
+  Linear(packed.output, intermediate, *y);
+  AddLayerNorm(*y, attended, w.output_norm_weight, w.output_norm_bias, eps);
+}
+
 Status ForwardOptions::Check(const ModelConfig& c, const std::vector<int32_t>& ids,
                              const Activations& previous) const {
   const size_t head_count = size_t{c.num_hidden_layers} * c.num_attention_heads;

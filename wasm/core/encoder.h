@@ -128,6 +128,14 @@ class Encoder {
   Status MaskedLmLogitsBatch(const std::vector<const Activations*>& passes,
                              const std::vector<int32_t>& positions, RowMajorMatrix* logits) const;
 
+  // Layer `layer` after its attention, for k rows on their own: LayerNorm(context W_O^T + b_O +
+  // x), then the feed-forward block and its LayerNorm, into *y (k, d). context and x are (k, d):
+  // a row's attention context (the heads' columns side by side, before W_O) and its layer input.
+  // The rows need not be a sentence's tokens: value zeroing (core/lenses.h) runs one token's
+  // row again with altered contexts. Forward does the same to each of its tokens.
+  void FinishLayer(int32_t layer, const Eigen::Ref<const RowMajorMatrix>& context,
+                   const Eigen::Ref<const RowMajorMatrix>& x, RowMajorMatrix* y) const;
+
   // Floats one forward pass over n tokens holds (activations and scratch), in 64 bits so that
   // a hostile config cannot wrap it; Forward refuses n when this exceeds
   // MemoryBudget::kMaxActivationFloats.

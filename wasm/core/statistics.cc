@@ -10,7 +10,7 @@
 
 namespace attn::stats {
 
-std::vector<double> Ranks(const std::vector<double>& values) {
+std::vector<double> Ranks(const std::vector<double>& values, double tie_tolerance) {
   const size_t n = values.size();
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
@@ -18,7 +18,7 @@ std::vector<double> Ranks(const std::vector<double>& values) {
   std::vector<double> ranks(n);
   for (size_t k = 0; k < n;) {
     size_t m = k;
-    while (m + 1 < n && values[order[m + 1]] == values[order[k]]) ++m;
+    while (m + 1 < n && values[order[m + 1]] - values[order[m]] <= tie_tolerance) ++m;
     const double shared = (static_cast<double>(k) + static_cast<double>(m)) / 2.0 + 1.0;
     for (size_t q = k; q <= m; ++q) ranks[order[q]] = shared;
     k = m + 1;
@@ -26,10 +26,10 @@ std::vector<double> Ranks(const std::vector<double>& values) {
   return ranks;
 }
 
-double Spearman(const std::vector<double>& x, const std::vector<double>& y) {
+double Spearman(const std::vector<double>& x, const std::vector<double>& y, double tie_tolerance) {
   const double undefined = std::numeric_limits<double>::quiet_NaN();
   if (x.size() != y.size() || x.size() < 2) return undefined;
-  const std::vector<double> rx = Ranks(x), ry = Ranks(y);
+  const std::vector<double> rx = Ranks(x, tie_tolerance), ry = Ranks(y, tie_tolerance);
   const double n = static_cast<double>(x.size());
   const double mean = (n + 1.0) / 2.0;  // the mean of any rank vector of n values
   double sxy = 0, sxx = 0, syy = 0;

@@ -9,12 +9,14 @@
 
 namespace attn::stats {
 
-// Ranks from 1, ties sharing their mean rank (the ranks Spearman's rho uses). (n)
-std::vector<double> Ranks(const std::vector<double>& values);
+// Ranks from 1, ties sharing their mean rank (the ranks Spearman's rho uses). (n) Values tie
+// when they are equal or, with a tolerance, when in sorted order each is within it of the one
+// before (a chain of near-equal values is one tie).
+std::vector<double> Ranks(const std::vector<double>& values, double tie_tolerance = 0);
 
 // Spearman's rank correlation: Pearson's correlation of the two rank vectors. NaN when the
 // sizes differ, fewer than two values are given, or either side is constant (rho undefined).
-double Spearman(const std::vector<double>& x, const std::vector<double>& y);
+double Spearman(const std::vector<double>& x, const std::vector<double>& y, double tie_tolerance = 0);
 
 // splitmix64: the same draws in the native and the wasm build (std::uniform_int_distribution
 // differs between standard libraries), so the CLI and the page resample identically.
