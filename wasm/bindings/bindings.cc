@@ -8,12 +8,14 @@
 #include <emscripten/val.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/analysis.h"
+#include "core/lenses.h"
 
 namespace {
 
@@ -263,6 +265,67 @@ class Engine {
     return list;
   }
 
+  // The lenses of core/lenses.h on text, analysed again with its values kept (`masked`: a
+  // position replaced by [MASK] first, -1 for none): weighted (L, H, n, n), weighted_layer,
+  // mixing and alti (L, n, n), mixing_ratio (L, n), alti_rollout and rollout (n, n); the rows
+  // flow_row of flow and flow_normalized (n each) and zeroing_row of value zeroing (L, n), -1
+  // for none; and with a target position, occlusion (n, NaN where undefined), target_top1,
+  // target_top1_text, target_logprob and faithfulness {lens name: Spearman rho or NaN}.
+  val Lenses(const std::string& text, int masked, int target, int flow_row, int zeroing_row) {
+    if (!loaded_) return ErrorObject("No model is loaded.");
+    attn::AnalysisOptions options;
+    options.outputs = attn::kOutputValues;
+    if (masked >= 0) options.masked_positions.push_back(masked);
+    attn::LensOptions lens;
+    lens.target = target;
+    if (flow_row >= 0) lens.flow_rows = {flow_row};
+    if (zeroing_row >= 0) lens.value_zeroing_rows = {zeroing_row};
+    attn::Status status = AnalyzeInto(text, options);
+    if (status.ok()) status = attn::ComputeLenses(*loaded_, analysis_, lens, &lenses_);
+    if (!status.ok()) return ErrorObject(status.message());
+    const attn::Lenses& l = lenses_;
+    const size_t n = static_cast<size_t>(l.tokens), nn = n * n;
+    val result = val::object();
+    result.set("n", l.tokens);
+    result.set("layers", l.layers);
+    result.set("heads", l.heads);
+    result.set("masked", masked);
+    result.set("weighted", View(l.weighted));
+    result.set("weighted_layer", View(l.weighted_layer));
+    result.set("mixing", View(l.mixing));
+    result.set("mixing_ratio", View(l.mixing_ratio));
+    result.set("alti", View(l.alti));
+    result.set("alti_rollout", View(l.alti_rollout));
+    result.set("rollout", View(l.rollout));
+    result.set("flow_row", flow_row);
+    if (flow_row >= 0) {
+      result.set("flow", val(typed_memory_view(n, l.flow.data() + static_cast<size_t>(flow_row) * n)));
+      result.set("flow_normalized", val(typed_memory_view(n, l.flow_normalized.data() + static_cast<size_t>(flow_row) * n)));
+    }
+    result.set("zeroing_row", zeroing_row);
+    if (zeroing_row >= 0) {
+      zeroing_.resize(static_cast<size_t>(l.layers) * n);
+      for (size_t k = 0; k < static_cast<size_t>(l.layers); ++k) {
+        const float* row = l.value_zeroing.data() + k * nn + static_cast<size_t>(zeroing_row) * n;
+        std::copy(row, row + n, zeroing_.begin() + static_cast<std::ptrdiff_t>(k * n));
+      }
+      result.set("value_zeroing", View(zeroing_));
+    }
+    result.set("target", l.target);
+    if (l.target >= 0) {
+      result.set("target_top1", l.target_top1);
+      result.set("target_top1_text", loaded_->tokenizer().vocab().piece(l.target_top1));
+      result.set("target_logprob", l.target_logprob);
+      result.set("occlusion", View(l.occlusion));
+      val faithfulness = val::object();
+      for (int k = 0; k < attn::kFaithfulnessLenses; ++k) {
+        faithfulness.set(attn::FaithfulnessLensName(static_cast<attn::FaithfulnessLens>(k)), l.faithfulness[k]);
+      }
+      result.set("faithfulness", faithfulness);
+    }
+    return result;
+  }
+
   // Memory figures for the leak test: bytes malloc has handed out and not had back, and the
   // size of the wasm memory (which only ever grows).
   val MemoryInfo() const {
@@ -319,6 +382,8 @@ class Engine {
   // Reused by every Analyze call; the typed-array views point into these.
   attn::SentenceAnalysis analysis_;
   std::vector<uint8_t> roles_;  // (n)
+  attn::Lenses lenses_;
+  std::vector<float> zeroing_;  // (L, n): one row of value zeroing in every layer
   // The encoding of the last text MissingShards was asked about, for that text's analysis.
   struct KeptEncoding {
     std::string text;
@@ -352,6 +417,7 @@ EMSCRIPTEN_BINDINGS(attention_engine) {
       .function("topPredictions", &Engine::TopPredictions)
       .function("predictMasked", &Engine::PredictMasked)
       .function("probabilityMasked", &Engine::ProbabilityMasked)
+      .function("lenses", &Engine::Lenses)
       .function("memoryInfo", &Engine::MemoryInfo)
 #if ATTN_TEST_HOOKS
       .function("trap", &Engine::Trap)

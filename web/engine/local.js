@@ -313,6 +313,34 @@ export class AttentionEngine {
     return { probability: raw.probability, rank: raw.rank, top1: raw.top1, top1_text: raw.top1_text };
   }
 
+  // The lenses of text (wasm/core/lenses.h; docs/ARCHITECTURE.md, "Lenses"): {text, n, layers,
+  // heads, weighted (L, H, n, n), weighted_layer, mixing, alti (L, n, n), mixing_ratio (L, n),
+  // alti_rollout, rollout (n, n), flow and flow_normalized (row flowRow, n), value_zeroing (row
+  // zeroingRow in every layer, (L, n))}; masked: a position replaced by [MASK] first. A row left
+  // at -1 is not computed (flow is n max-flow problems, value zeroing n reruns of each layer).
+  lenses(text, { masked = -1, flowRow = -1, zeroingRow = -1 } = {}) {
+    checkText(text, this.info);
+    const raw = this._nativeCall('lenses', text, Number(masked), -1, Number(flowRow), Number(zeroingRow));
+    this._current = null;
+    if (raw.error !== undefined) throw new EngineError('input', raw.error);
+    return ownedResult(raw, { text });
+  }
+
+  // Which lens agrees with what the model did at one position: {text, target, masked, n,
+  // top1, top1_text, logprob, occlusion (n, NaN where undefined), faithfulness {lens: rho}} with
+  // the lenses' names of wasm/core/lenses.h (FaithfulnessLensName). masked: the position itself
+  // is [MASK], so that the masked-LM predicts it.
+  faithfulness(text, target, { masked = true } = {}) {
+    checkText(text, this.info);
+    const raw = this._nativeCall('lenses', text, masked ? Number(target) : -1, Number(target), -1, -1);
+    this._current = null;
+    if (raw.error !== undefined) throw new EngineError('input', raw.error);
+    return {
+      text, target: raw.target, masked: Boolean(masked), n: raw.n, top1: raw.target_top1, top1_text: raw.target_top1_text,
+      logprob: raw.target_logprob, occlusion: raw.occlusion.slice(), faithfulness: { ...raw.faithfulness },
+    };
+  }
+
   // Frees the instance's engine; every later call fails with a closed engine's error. The wasm
   // memory goes with the instance once nothing refers to the module.
   close() {

@@ -2,6 +2,7 @@
 // codec every page's hash goes through, and the one writer of history.
 import { MAX_TEXT_CHARS } from '../engine/engine.js';
 import { PAIR_PRESETS, PRESETS } from '../content.js';
+import { DEFAULT_LENS, isLens } from '../engine/lenses.js';
 
 // The article's state: which sentence, which token's row, which layer and head, whether [CLS]
 // and [SEP] are shown, which figure the reader last used, and whether the live engine drives
@@ -12,6 +13,7 @@ export const DEFAULT_STATE = Object.freeze({
   layer: -1,  // -1 picks the head the selection rule gives the token (SELECTION_RULE)
   head: -1,
   showSpecial: true,
+  lens: DEFAULT_LENS,  // what the row figures show (web/engine/lenses.js)
   view: '',  // the data-figure name of the figure the reader last used; '' for none
   live: false,
   // The two-sentence figure's sentences and its word (an index into the first sentence's tokens,
@@ -23,7 +25,7 @@ export const DEFAULT_STATE = Object.freeze({
 
 // What a permalink holds; a key it leaves out takes this value when the link is opened.
 export const PERMALINK_DEFAULTS = Object.freeze({
-  sentence: DEFAULT_STATE.sentence, token: -1, layer: -1, head: -1, showSpecial: true, view: '',
+  sentence: DEFAULT_STATE.sentence, token: -1, layer: -1, head: -1, showSpecial: true, lens: DEFAULT_LENS, view: '',
 });
 
 export function createStore(initial) {
@@ -89,12 +91,13 @@ export function writeHash(hash, { push = false } = {}) {
   if (text !== location.hash) history[push ? 'pushState' : 'replaceState'](null, '', text);
 }
 
-// The article's keys: sentence, token, layer, head, whether specials are shown, the figure in view.
-const ARTICLE_KEYS = Object.freeze({ s: 'text', t: 'index', l: 'index', h: 'index', special: 'flag', v: 'name' });
+// The article's keys: sentence, token, layer, head, whether specials are shown, the row figures'
+// lens, the figure in view.
+const ARTICLE_KEYS = Object.freeze({ s: 'text', t: 'index', l: 'index', h: 'index', special: 'flag', lens: 'name', v: 'name' });
 
 export function parseHash(hash) {
   const v = readHashState(hash, ARTICLE_KEYS);
-  const out = { sentence: v.s, token: v.t, layer: v.l, head: v.h, showSpecial: v.special, view: v.v };
+  const out = { sentence: v.s, token: v.t, layer: v.l, head: v.h, showSpecial: v.special, lens: isLens(v.lens) ? v.lens : undefined, view: v.v };
   for (const key of Object.keys(out)) if (out[key] === undefined) delete out[key];
   return out;
 }
@@ -103,6 +106,6 @@ export function formatHash(state) {
   const index = (value) => (value >= 0 ? value : undefined);
   return formatHashState({
     s: state.sentence, t: index(state.token), l: index(state.layer), h: index(state.head),
-    special: state.showSpecial ? undefined : false, v: state.view,
+    special: state.showSpecial ? undefined : false, lens: state.lens === DEFAULT_LENS ? undefined : state.lens, v: state.view,
   });
 }

@@ -2,6 +2,7 @@
 // see the view's shape at the top of widgets/base.js.
 import { isSuperseded } from '../engine/engine.js';
 import { resolveSelection } from '../widgets/data.js';
+import { DEFAULT_LENS, isLens, lensRequest } from '../engine/lenses.js';
 
 // With an engine the result is its analysis of `sentence` (with hidden states, queries and keys
 // when `vectors`); without one it is the example, if any. A sentence the engine refuses leaves
@@ -12,7 +13,10 @@ import { resolveSelection } from '../widgets/data.js';
 // goes into the view as it is. Returns a promise of the view: the analysis runs in the engine's
 // worker. `channel` names the caller: its newer request replaces one still waiting, and the
 // replaced view comes back null (ViewLoop draws only the view of its newest request).
-export async function figureView({ engine = null, example = null, sentence, vectors = false, previous = null, selection, wordText, channel = null, ...rest }) {
+// `lens` (web/engine/lenses.js) is the row figures' lens; with `wantLenses` a live view also
+// carries the engine's lenses of the sentence for the selected token (`lenses`, or
+// `lensError` saying why not), which the figures that draw rows read.
+export async function figureView({ engine = null, example = null, sentence, vectors = false, previous = null, selection, wordText, channel = null, wantLenses = false, ...rest }) {
   const view = { model: null, progress: null, error: null, ready: Boolean(engine), showSpecial: true, sources: {}, ...rest, sentence, result: example, inputError: null };
   if (engine) {
     view.mode = 'live';
@@ -32,5 +36,15 @@ export async function figureView({ engine = null, example = null, sentence, vect
     view.mode = view.error ? 'error' : example ? 'example' : 'loading';
   }
   if (view.result) Object.assign(view, resolveSelection(view.result, typeof selection === 'function' ? selection(view.result) : selection, wordText));
+  view.lens = isLens(view.lens) ? view.lens : DEFAULT_LENS;
+  view.lenses = null;
+  view.lensError = null;
+  if (engine && wantLenses && view.mode === 'live' && view.result && !view.inputError && view.token >= 0) {
+    try {
+      view.lenses = await engine.lenses(view.result.text, lensRequest(view.lens, view.token));
+    } catch (error) {
+      view.lensError = error.message;
+    }
+  }
   return view;
 }

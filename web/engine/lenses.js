@@ -1,0 +1,101 @@
+// The lenses a row figure can show, in one place: their keys (the URL's `lens`), names, plain
+// definitions, what they depend on, and the row each gives. The numbers come from the engine's
+// `lenses` operation (wasm/core/lenses.h computes them; docs/ARCHITECTURE.md, "Lenses", gives
+// the formulas and the papers); attention weights and rollout are in every analysis.
+import { attentionRow, rolloutRow } from './result.js';
+
+// scope: what picks the row besides the token: one head ('head'), a layer with all its heads
+// and the residual ('layer'), or the whole model ('model'). needs: the lenses' array the row
+// comes from (null: the analysis has it). normalized: the shown row is the lens's row over its
+// sum (the raw numbers are in another unit).
+export const LENSES = Object.freeze({
+  weight: Object.freeze({
+    label: 'Weight', name: 'attention weight', scope: 'head', needs: null,
+    definition: 'How much of its attention the token pays to each token: the softmax row, which sums to 1.',
+  }),
+  weighted: Object.freeze({
+    label: 'Weight \u00d7 size', name: 'weight times vector size', scope: 'head', needs: 'weighted', normalized: true,
+    definition: 'Each weight times the length of the vector that token actually sends through the head (its value vector after the output projection): a large weight on a token whose vector is short moves little. Shown as shares of the row\u2019s total (Kobayashi et al., 2020).',
+  }),
+  alti: Object.freeze({
+    label: 'Whole block', name: 'attention block with residual and LayerNorm (ALTI)', scope: 'layer', needs: 'alti',
+    definition: 'All heads of the layer together, plus the token\u2019s own vector carried around attention (the residual) and the LayerNorm after them: how much each token\u2019s part brings the token\u2019s new vector closer to what it became, as shares summing to 1 (ALTI: Kobayashi et al., 2021; Ferrando et al., 2022).',
+  }),
+  rollout: Object.freeze({
+    label: 'Rollout', name: 'attention rollout', scope: 'model', needs: null,
+    definition: 'Every layer\u2019s head-averaged weights, each mixed half and half with the token keeping itself, multiplied through the layers: how much each input token could have reached this token\u2019s last vector if attention alone mixed them (Abnar & Zuidema, 2020).',
+  }),
+  flow: Object.freeze({
+    label: 'Flow', name: 'attention flow', scope: 'model', needs: 'flow_normalized', flowRow: true,
+    definition: 'The same layers as rollout seen as pipes whose widths are the weights: the most that can flow from each input token to this token\u2019s last vector, as shares of the row\u2019s total (Abnar & Zuidema, 2020).',
+  }),
+});
+export const LENS_KEYS = Object.freeze(Object.keys(LENSES));
+export const DEFAULT_LENS = 'weight';
+export const isLens = (key) => Object.hasOwn(LENSES, key);
+
+// The lens row for the selection, or null when the lenses it needs are not here (yet).
+// lenses: the engine's lenses result for the same sentence (its flow row the token's).
+export function lensRow(lens, result, lenses, layer, head, token) {
+  const n = result.n;
+  switch (lens) {
+    case 'weight': return attentionRow(result, layer, head, token);
+    case 'rollout': return rolloutRow(result, token);
+    default: break;
+  }
+  if (!lenses || lenses.n !== n || lenses.text !== result.text) return null;
+  if (lens === 'weighted') {
+    const raw = lenses.weighted.subarray((((layer * lenses.heads) + head) * n + token) * n, (((layer * lenses.heads) + head) * n + token + 1) * n);
+    return shares(raw);
+  }
+  if (lens === 'alti') return lenses.alti.subarray((layer * n + token) * n, (layer * n + token + 1) * n);
+  if (lens === 'flow') return lenses.flow_row === token ? lenses.flow_normalized : null;
+  return null;
+}
+
+// The raw total a normalized lens's row was divided by (the weighted row's vector lengths), or
+// null for a lens whose numbers are shown as they are.
+export function lensTotal(lens, result, lenses, layer, head, token) {
+  if (lens !== 'weighted' || !lenses || lenses.n !== result.n || lenses.text !== result.text) return null;
+  const n = result.n;
+  let total = 0;
+  const base = ((layer * lenses.heads + head) * n + token) * n;
+  for (let j = 0; j < n; ++j) total += lenses.weighted[base + j];
+  return total;
+}
+
+// The share of token i's new vector in layer l that came from other tokens (the mixing bar), or
+// null without the lenses.
+export function mixingRatio(result, lenses, layer, token) {
+  if (!lenses || lenses.n !== result.n || lenses.text !== result.text) return null;
+  return lenses.mixing_ratio[layer * result.n + token];
+}
+
+// What the engine computes for a lens at a token: {flowRow} for its lenses call.
+export const lensRequest = (lens, token) => ({ flowRow: LENSES[lens]?.flowRow ? token : -1 });
+
+// Which head, layer or model a lens's row belongs to, in words.
+export function lensScope(lens, layer, head) {
+  const scope = LENSES[lens]?.scope;
+  if (scope === 'head') return `layer ${layer + 1}, head ${head + 1}`;
+  if (scope === 'layer') return `layer ${layer + 1}, all heads with the residual`;
+  return 'the whole model, every layer';
+}
+
+function shares(row) {
+  let total = 0;
+  for (const v of row) total += v;
+  const out = new Float32Array(row.length);
+  if (total > 0) for (let j = 0; j < row.length; ++j) out[j] = row[j] / total;
+  return out;
+}
+
+// The lenses the faithfulness score grades, with the core's names (FaithfulnessLensName), in its
+// order, and the words the page gives each.
+export const FAITHFULNESS_LENSES = Object.freeze([
+  ['attention_last_mean', 'weight (last layer, heads averaged)'],
+  ['rollout', 'rollout'],
+  ['flow', 'flow'],
+  ['alti_rollout', 'whole block (ALTI), through the layers'],
+  ['weighted_layer_last', 'weight \u00d7 size (last layer, heads together)'],
+]);
