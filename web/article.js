@@ -109,8 +109,11 @@ async function loadExample(choice) {
   }
 }
 
-// Whether any figure on the page draws hidden states, queries and keys (the mechanism figure).
+// Whether any figure on the page draws hidden states, queries and keys (the mechanism figure),
+// and whether any draws a row through a lens (the instrument): then a live view carries the
+// sentence's lenses.
 const vectors = figures.some((figure) => figure.constructor.needsVectors);
+const wantLenses = figures.some((figure) => figure.constructor.showsLenses);
 
 // Renders are asynchronous (a new sentence is analysed in the engine's worker); the loop gives
 // only the newest its view, so a result that arrives after the reader moved on never reaches the
@@ -141,6 +144,7 @@ function viewFor(state) {
     selection: (result) => (live || result.text === state.sentence ? state : PERMALINK_DEFAULTS),
     wordText: DEFAULT_WORD_TEXT,
     model: page.model, showSpecial: state.showSpecial, sources: page.sources,
+    lens: state.lens, wantLenses,
   }));
 }
 
@@ -548,7 +552,7 @@ document.addEventListener(EVENTS.select, (event) => {
   // Only the live model can analyse a new sentence; the example answers the rest.
   if (!store.get().live && event.detail.sentence !== undefined) return;
   const patch = {};
-  for (const key of ['sentence', 'token', 'layer', 'head', 'showSpecial']) {
+  for (const key of ['sentence', 'token', 'layer', 'head', 'showSpecial', 'lens']) {
     if (event.detail[key] !== undefined) patch[key] = event.detail[key];
   }
   const figure = event.target?.dataset?.figure;

@@ -13,6 +13,13 @@
 //   ort       ONNX Runtime Web (wasm backend, 1 thread, SIMD) running an ONNX export of the model
 //             (scripts/bench/export_onnx.py) on the same ids: all attention probabilities and the
 //             last hidden state, copied out to JS
+//   lenses    (n <= 128) the engine's lenses(text) (web/engine/engine.js, wasm/core/lenses.h): its
+//             own forward pass with the values kept, then every lens but flow and value zeroing;
+//             printed as a ratio to analyze
+//   +flow     the same with attention flow's row for the middle token (n max-flow problems): the
+//             flow row's cost is the difference
+//   +zeroing  the same with value zeroing's row for the middle token in every layer: the
+//             difference, per layer
 // then a profile of the forward pass by operation (kernel_bench.cc, bench_profile).
 //
 // Usage: node scripts/bench/bench_ort.mjs [--label NAME] [--engine-dir DIR] [--core-dir DIR]
@@ -136,7 +143,9 @@ async function pageMain({ engineJs, engineUrl, modelUrl, benchUrl, onnxUrl, leng
 
   const rows = [];
   for (const n of lengths) {
-    const times = { analyze: [], core: [], forward: [], ort: [] };
+    const times = { analyze: [], core: [], forward: [], ort: [], lenses: [], flow: [], zeroing: [] };
+    const lensesToo = n <= 128;
+    const middle = Math.floor(n / 2);
     let agreement = null;
     for (let r = 0; r < reps + 2; ++r) {
       const s = text(n, r + 1000 * n);
@@ -150,6 +159,11 @@ async function pageMain({ engineJs, engineUrl, modelUrl, benchUrl, onnxUrl, leng
         ['core', () => coreAnalyze(s)],
         ['forward', () => bench._bench_forward()],
         ...(withOrt ? [['ort', () => ortRun(ids)]] : []),
+        ...(lensesToo ? [
+          ['lenses', () => engine.lenses(s2)],
+          ['flow', () => engine.lenses(s2, { flowRow: middle })],
+          ['zeroing', () => engine.lenses(s2, { zeroingRow: middle })],
+        ] : []),
       ];
       for (let k = 0; k < steps.length; ++k) {
         const [name, run] = steps[(k + r) % steps.length];
@@ -169,7 +183,8 @@ async function pageMain({ engineJs, engineUrl, modelUrl, benchUrl, onnxUrl, leng
         }
       }
     }
-    rows.push({ n, analyze: median(times.analyze), core: median(times.core), forward: median(times.forward), ort: withOrt ? median(times.ort) : null, attention_vs_ort: agreement });
+    const lensMedians = lensesToo ? { lenses: median(times.lenses), lenses_flow: median(times.flow), lenses_zeroing: median(times.zeroing) } : { lenses: null, lenses_flow: null, lenses_zeroing: null };
+    rows.push({ n, layers: engine.info.layers ?? 4, analyze: median(times.analyze), core: median(times.core), forward: median(times.forward), ort: withOrt ? median(times.ort) : null, attention_vs_ort: agreement, ...lensMedians });
   }
 
   const profileAt = bench._malloc(8 * 10);
@@ -223,6 +238,12 @@ console.log('    n | analyze ms | core ms | forward ms |  ORT ms | analyze/ORT |
 console.log('------|------------|---------|------------|---------|-------------|-------------|-----------------');
 for (const r of report.rows) {
   console.log(`${String(r.n).padStart(5)} | ${fixed(r.analyze).padStart(10)} | ${fixed(r.core).padStart(7)} | ${fixed(r.forward).padStart(10)} | ${fixed(r.ort).padStart(7)} | ${(r.ort ? fixed(r.analyze / r.ort) : 'n/a').padStart(11)} | ${(r.ort ? fixed(r.forward / r.ort) : 'n/a').padStart(11)} | ${r.attention_vs_ort === null ? 'n/a' : r.attention_vs_ort.toExponential(2)}`);
+}
+console.log(`\nlenses (wasm/core/lenses.h) in the same page, medians of the same repeats; flow: one row (n max-flow problems), zeroing: one row in each of ${report.rows[0]?.layers ?? 'the'} layers, both as the difference to lenses alone:`);
+console.log('    n | analyze ms | lenses ms | lenses/analyze | flow row ms | zeroing ms (all layers) | zeroing ms per layer');
+for (const r of report.rows.filter((x) => x.lenses !== null)) {
+  const zeroing = r.lenses_zeroing - r.lenses;
+  console.log(`${String(r.n).padStart(5)} | ${fixed(r.analyze).padStart(10)} | ${fixed(r.lenses).padStart(9)} | ${fixed(r.lenses / r.analyze).padStart(14)} | ${fixed(r.lenses_flow - r.lenses).padStart(11)} | ${fixed(zeroing).padStart(23)} | ${fixed(zeroing / r.layers)}`);
 }
 const STAGES = ['QKV', 'attn out', 'intermediate+GELU', 'output', 'scores+context', 'softmax', '2x add+LayerNorm', '(GELU alone)', 'forward', 'AnalyzeText'];
 console.log('\nforward pass by operation, ms per forward (all layers; loops inside wasm):');

@@ -82,6 +82,41 @@ export function lensScope(lens, layer, head) {
   return 'the whole model, every layer';
 }
 
+// The row a figure draws for a view ({result, lenses, lensError, lens, mode, layer, head,
+// token}): {lens: the lens whose row it is, asked: the view's lens, row, total (lensTotal),
+// note: why the asked lens is not the one drawn}. A lens without its row yet (the example before
+// the live model, a failed computation) draws the weights, and the note says so.
+export function lensRowOf(view) {
+  const { result, lenses, layer, head, token } = view;
+  const asked = isLens(view.lens) ? view.lens : DEFAULT_LENS;
+  const row = lensRow(asked, result, lenses, layer, head, token);
+  if (row) return { lens: asked, asked, row, total: lensTotal(asked, result, lenses, layer, head, token), note: '' };
+  const name = LENSES[asked].name;
+  const note = view.lensError
+    ? `The ${name} could not be computed (${view.lensError}); the attention weights are drawn instead.`
+    : view.mode === 'live'
+      ? `The ${name} is being computed; the attention weights are drawn meanwhile.`
+      : `The ${name} is computed by the live model; until it is here (open the instrument) the attention weights are drawn.`;
+  return { lens: DEFAULT_LENS, asked, row: attentionRow(result, layer, head, token), total: null, note };
+}
+
+// A drawn row's facts, computed from the row itself (any lens): {sum, max, argmax,
+// ratio_to_uniform, entropy (nats)}; the same definitions as the engine's row statistics.
+export function rowFacts(row) {
+  const n = row.length;
+  let sum = 0, max = -Infinity, argmax = 0, entropy = 0;
+  for (let j = 0; j < n; ++j) {
+    const v = row[j];
+    sum += v;
+    if (v > max) {
+      max = v;
+      argmax = j;
+    }
+    if (v > 0) entropy -= v * Math.log(v);
+  }
+  return { sum, max, argmax, ratio_to_uniform: max * n, entropy };
+}
+
 function shares(row) {
   let total = 0;
   for (const v of row) total += v;

@@ -86,7 +86,7 @@ class StandaloneDriver {
       r.against = d.against;
       delete r.token;
     }
-    for (const key of ['token', 'layer', 'head', 'showSpecial']) if (d[key] !== undefined) r[key] = d[key];
+    for (const key of ['token', 'layer', 'head', 'showSpecial', 'lens']) if (d[key] !== undefined) r[key] = d[key];
     if ((d.layer !== undefined) !== (d.head !== undefined)) {
       // One of the pair: the other stays as shown.
       if (r.layer === undefined) r.layer = this.figure.view?.layer ?? -1;
@@ -104,6 +104,7 @@ class StandaloneDriver {
       delete r.layer;
       delete r.head;
     } else if (name === ATTRIBUTES.hideSpecial) delete r.showSpecial;
+    else if (name === ATTRIBUTES.lens) delete r.lens;
     this.refresh();
   }
 
@@ -168,6 +169,7 @@ class StandaloneDriver {
     const common = {
       sentence: given ?? (pair ? PAIR_PRESETS[0][0] : PRESETS[0]), selection, wordText,
       showSpecial: r.showSpecial ?? !figure.hasAttribute(ATTRIBUTES.hideSpecial), sources: figure.sources(),
+      lens: r.lens ?? figure.attributeValue(ATTRIBUTES.lens, undefined), wantLenses: Boolean(figure.constructor.showsLenses),
     };
     // Refused addresses load nothing: the view says why. While a trapped engine restarts, the
     // model stays the one the figure showed.

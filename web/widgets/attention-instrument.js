@@ -11,6 +11,8 @@ import { headsForToken, labelledHeadName, shortHeadLabel } from './data.js';
 import { h, MIN_LABEL_PX, scrollBox, setText, thinLabels, unwatchWidth, watchWidth } from './dom.js';
 import { fmt, headShort } from './format.js';
 import { barLegend, FULL_SCALE, RowChart, selectedRowPanels, specialShare } from './bars.js';
+import { LENSES, lensRowOf, lensScope, mixingRatio, rowFacts } from '../engine/lenses.js';
+import { FaithfulnessPanel, LENS_CSS, LensSwitch, MixingBar } from './lens-panel.js';
 import { CHIP_CSS, TokenChips } from './controls.js';
 import { CellReadout, partAt, wireProbe } from './readout.js';
 import { PRESETS } from '../content.js';
@@ -27,7 +29,9 @@ const MAX_LABELLED = 32;
 const PICKER_BESIDE_HEADS = 4;
 
 class AttentionInstrument extends AttentionFigure {
-  static css = `
+  static showsLenses = true;
+
+  static css = LENS_CSS + `
   fieldset.sentence { border: 0; margin: 0; padding: 0; min-width: 0; }
   fieldset.sentence:disabled { opacity: 0.75; }
   form { display: flex; flex-wrap: wrap; gap: 0.4em; align-items: center; }
@@ -259,6 +263,9 @@ class AttentionInstrument extends AttentionFigure {
       style: { background: `linear-gradient(to right, ${[0, 0.05, 0.15, 0.3, 0.5, 0.75, 1].map((w) => css(weightColour(w))).join(', ')})` },
     });
     this.chart = new RowChart({ track: true });
+    this.lensSwitch = new LensSwitch((patch) => this.select(patch));
+    this.mixing = new MixingBar();
+    this.faithfulness = new FaithfulnessPanel(this);
     this.legendSlot = h('div');
     this.facts = {
       sum: h('b.row-sum'), max: h('b'), argmax: document.createTextNode(''), ratio: h('b.ratio'), entropy: h('b'), ceiling: document.createTextNode(''),
@@ -285,7 +292,7 @@ class AttentionInstrument extends AttentionFigure {
           scale,
           h('div.legend', { 'aria-hidden': 'true' }, h('span', { text: 'colour: weight from 0 (dark) to 1 (yellow), square-root scale' })),
           this.readout.el),
-        h('div.row-part', {}, this.chart.el, this.legendSlot, this.factsSlot),
+        h('div.row-part', {}, this.lensSwitch.el, this.chart.el, this.legendSlot, this.factsSlot, this.mixing.el, this.faithfulness.el),
         this.zoom.el,
         // Under the enlarged heatmap too where it sits far below the line (one column).
         this.readout.echo()),
@@ -591,20 +598,27 @@ class AttentionInstrument extends AttentionFigure {
     const { result, token, layer, head, showSpecial } = view;
     const shown = this._shown;
     const tokenChanged = shown.token !== token || shown.result !== result;
-    const row = attentionRow(result, layer, head, token);
-    const s = rowStat(result, layer, head, token);
+    const { lens, row, note, total } = lensRowOf(view);
+    const s = rowFacts(row);
     const word = result.tokens[token].text;
     // On the scale from 0 to 1, each bar on its track: the row's budget is in view.
     const scaleMax = FULL_SCALE;
+    this.lensSwitch.update(view.lens ?? lens, note);
+    const reading = lens === 'weight'
+      ? `${labelledHeadName(result, layer, head)}: its attention row`
+      : `${LENSES[lens].name}, ${lensScope(lens, layer, head)}${total === null ? '' : ` (as shares of the row\u2019s total vector length, ${fmt(total, 3)})`}`;
     this.chart.update({
       tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial, scaleMax,
-      caption: `How \u201c${word}\u201d (token ${token + 1} of ${result.n}) reads the sentence in ${labelledHeadName(result, layer, head)}: its attention row.`,
+      caption: `How \u201c${word}\u201d (token ${token + 1} of ${result.n}) reads the sentence in ${reading}.`,
     });
     const ds = this.chart.table.dataset;
     ds.layer = String(layer);
     ds.head = String(head);
     ds.token = String(token);
     ds.sentence = result.text;
+    ds.lens = lens;
+    this.mixing.update(mixingRatio(result, view.lenses, layer, token), layer, word);
+    this.faithfulness.update(view);
     if (shown.scaleMax !== scaleMax || shown.n !== result.n) this.legendSlot.replaceChildren(barLegend(row, scaleMax, null, { track: true }));
     const f = this.facts;
     setText(f.sum, fmt(s.sum, 6));
@@ -619,7 +633,7 @@ class AttentionInstrument extends AttentionFigure {
     // A cell read in another token's row gives way to the new token's reading.
     if (tokenChanged && this.readout.probe?.row !== null) this.readout.clear();
     this.showReadout();
-    this._shown = { result, token, layer, head, showSpecial, scaleMax, n: result.n };
+    this._shown = { result, token, layer, head, showSpecial, scaleMax, n: result.n, lens, lenses: view.lenses };
     this._tableFor = null;
     this.fillTable();
   }
@@ -644,7 +658,7 @@ class AttentionInstrument extends AttentionFigure {
   }
 
   exportTitle(view) {
-    return `The attention row of \u201c${view.result.tokens[view.token].text}\u201d`;
+    return `The row of \u201c${view.result.tokens[view.token].text}\u201d: ${LENSES[lensRowOf(view).lens].name}`;
   }
 
   exportPanels(view) {

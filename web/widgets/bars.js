@@ -4,8 +4,9 @@
 // 1 (FULL_SCALE) each bar lies on a faint track of the full length, so that the reader sees
 // where 1 is: the whole of the row's budget, which its bars share.
 import { h, scrollBox, setText } from './dom.js';
-import { fmt, fmtWeight, headName, signed as signedText } from './format.js';
-import { attentionRow, isSpecial, rowStat } from '../engine/result.js';
+import { fmt, fmtWeight, signed as signedText } from './format.js';
+import { isSpecial } from '../engine/result.js';
+import { LENSES, lensRowOf, lensScope, rowFacts } from '../engine/lenses.js';
 
 // The top of the scale on which a row's bars are the share of its budget of 1, drawn with a
 // track (Figure 1, <attention-row>, the exported pictures of them and of Figure 5).
@@ -226,16 +227,20 @@ export function rowPanel({ tokens, roles, row, selected = -1, showSpecial = true
   };
 }
 
-// The picture of the selected token's row in the selected head (the instrument and the row).
-export function selectedRowPanels({ result, token, layer, head, showSpecial }) {
-  const row = attentionRow(result, layer, head, token);
-  const s = rowStat(result, layer, head, token);
+// The picture of the selected token's row through the view's lens (the instrument and the row):
+// the numbers drawn are the lens's (web/engine/lenses.js), and the title says which.
+export function selectedRowPanels(view) {
+  const { result, token, layer, head, showSpecial } = view;
+  const { lens, row, total } = lensRowOf(view);
+  const s = rowFacts(row);
   const hidden = showSpecial ? '' : ` [CLS] and [SEP] not drawn; they hold ${fmt(specialShare(row, result.roles), 4)}.`;
+  const of = total === null ? '' : ` (shares of ${fmt(total, 4)}, the row's total vector length)`;
   return {
     panels: [rowPanel({
       tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial, scaleMax: FULL_SCALE, track: true,
-      title: `${headName(layer, head)}: row sum ${fmt(s.sum, 6)}, ratio to uniform ${fmt(s.ratio_to_uniform, 2)}`,
+      title: `${LENSES[lens].name[0].toUpperCase()}${LENSES[lens].name.slice(1)}, ${lensScope(lens, layer, head)}${of}: row sum ${fmt(s.sum, 6)}, ratio to uniform ${fmt(s.ratio_to_uniform, 2)}`,
     })],
-    note: `Bars on a scale from 0 to 1, the grey track's full length. Dashed line: the uniform share 1/${result.n} = ${fmt(1 / result.n, 4)}.${hidden}`,
+    note: `${LENSES[lens].definition} Bars on a scale from 0 to 1, the grey track's full length. Dashed line: the uniform share 1/${result.n} = ${fmt(1 / result.n, 4)}.${hidden}`,
   };
 }
+

@@ -69,6 +69,10 @@ export class AttentionFigure extends HTMLElement {
   // then does the engine copy them out.
   static needsVectors = false;
 
+  // True for figures that draw a row through a lens (web/engine/lenses.js): only then does a
+  // live view carry the engine's lenses of its sentence.
+  static showsLenses = false;
+
   constructor() {
     super();
     this._view = null;
@@ -296,7 +300,8 @@ export class AttentionFigure extends HTMLElement {
   // The body is redrawn only when what it shows changed, not on every progress report.
   bodyChanged(view, previous) {
     return !previous || ['result', 'token', 'layer', 'head', 'showSpecial', 'mode', 'inputError', 'sentence']
-      .some((key) => view[key] !== previous[key]);
+      .some((key) => view[key] !== previous[key])
+      || (this.constructor.showsLenses && ['lens', 'lenses', 'lensError'].some((key) => view[key] !== previous[key]));
   }
 
   // Subclasses draw their body here; `previous` lets them keep focus and skip redraws.

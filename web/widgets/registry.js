@@ -10,6 +10,8 @@
 // Attributes whose meaning needs the analysis (word, layer, head) or the page (the sources) are
 // checked where that is known: data.js resolveAttributes and runtime/standalone.js (load).
 
+import { DEFAULT_LENS, LENS_KEYS } from '../engine/lenses.js';
+
 export const ATTRIBUTES = Object.freeze({
   sentence: 'sentence',
   word: 'word',
@@ -27,6 +29,7 @@ export const ATTRIBUTES = Object.freeze({
   sort: 'sort',         // <attention-contribution>: the table's order, attention, effect or head
   autoload: 'autoload', // <attention-prediction>, <attention-contribution>: start without waiting for the reader
   against: 'against',   // <attention-pair>: the second sentence, read against `sentence`
+  lens: 'lens',         // <attention-row>, <attention-instrument>: the row's lens (web/engine/lenses.js), weight by default
 });
 
 export const SOURCE_ATTRIBUTES = Object.freeze([ATTRIBUTES.modelSrc, ATTRIBUTES.manifestSrc, ATTRIBUTES.engineSrc]);
@@ -71,6 +74,7 @@ export function parseRemoved(value) {
 
 const PARSERS = Object.freeze({
   [ATTRIBUTES.theme]: oneOf(THEMES, 'auto'),
+  [ATTRIBUTES.lens]: oneOf(LENS_KEYS, DEFAULT_LENS),
   [ATTRIBUTES.heads]: parseHeadPair,
   [ATTRIBUTES.scores]: parseScores,
   [ATTRIBUTES.plan]: oneOf(PLANS, 'shipped'),
@@ -111,8 +115,8 @@ export function reserveCss(reserve, selector = ':host') {
 // default model's opening sentence in a column 696 px wide (wide) and 366 px wide (narrow), the
 // prediction, contribution and precision figures before the reader presses their buttons.
 export const FIGURES = Object.freeze({
-  instrument: entry('attention-instrument', MODEL_FIGURE, 1280, { wide: 1260, narrow: 2110 }),
-  row: entry('attention-row', MODEL_FIGURE, 670, { wide: 650, narrow: 810 }),
+  instrument: entry('attention-instrument', [...MODEL_FIGURE, ATTRIBUTES.lens], 1280, { wide: 1260, narrow: 2110 }),
+  row: entry('attention-row', [...MODEL_FIGURE, ATTRIBUTES.lens], 670, { wide: 650, narrow: 810 }),
   mechanism: entry('attention-mechanism', MODEL_FIGURE, 1830, { wide: 1810, narrow: 2300 }),
   softmax: entry('softmax-lab', [ATTRIBUTES.scores, ATTRIBUTES.theme], 360, null),
   compare: entry('attention-compare', [...MODEL_FIGURE, ATTRIBUTES.heads], 1540, { wide: 1520, narrow: 1650 }),

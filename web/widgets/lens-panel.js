@@ -1,0 +1,155 @@
+// What the row figures (the instrument, <attention-row>) share about lenses: the switch among
+// the five (web/engine/lenses.js defines them), the definition of the one shown, the bar of how
+// much of the token's new vector came from other tokens, and the live faithfulness score (which
+// lens agrees with what the model did when each other token is hidden, on this sentence).
+import { FAITHFULNESS_LENSES, LENS_KEYS, LENSES } from '../engine/lenses.js';
+import { h, setText } from './dom.js';
+import { fmt } from './format.js';
+import { maskable, withVocabularyProgress, vocabularyDownload } from './attention-prediction.js';
+
+export const LENS_CSS = `
+  .lens-switch { display: flex; flex-wrap: wrap; gap: 0.3em; align-items: center; margin: 0 0 0.4em; border: 0; padding: 0; }
+  .lens-switch legend { font-size: 0.86em; color: var(--attn-muted); padding: 0; margin-right: 0.4em; float: left; }
+  .lens-switch button { font-size: 0.82em; padding: 0.2em 0.55em; border-radius: 5px; border: 1px solid var(--attn-line); background: var(--attn-bg); }
+  .lens-switch button[aria-pressed="true"] { background: var(--attn-bar); color: var(--attn-bg); border-color: var(--attn-bar); }
+  .lens-definition { font-size: 0.86em; color: var(--attn-muted); margin: 0 0 0.5em; }
+  .lens-note { font-size: 0.86em; color: var(--attn-error); margin: 0 0 0.5em; }
+  .mixing { margin: 0.6em 0 0.3em; font-size: 0.9em; }
+  .mixing .track { position: relative; height: 0.7em; border-radius: 3px; background: var(--attn-line); overflow: hidden; margin: 0.25em 0; }
+  .mixing .fill { position: absolute; inset: 0 auto 0 0; background: var(--attn-bar); }
+  .faithfulness { margin: 0.7em 0 0; font-size: 0.9em; }
+  .faithfulness table { border-collapse: collapse; margin: 0.3em 0; }
+  .faithfulness th, .faithfulness td { text-align: left; padding: 0.1em 0.8em 0.1em 0; font-weight: normal; }
+  .faithfulness td.rho { font-variant-numeric: tabular-nums; text-align: right; }
+  .faithfulness tr[data-best="true"] td { font-weight: 600; }
+  .faithfulness .caveat { color: var(--attn-muted); font-size: 0.92em; margin: 0.2em 0; }
+`;
+
+// The five lenses as toggle buttons, with the shown lens's definition under them. onSelect gets
+// {lens}.
+export class LensSwitch {
+  constructor(onSelect) {
+    this.buttons = LENS_KEYS.map((key) => h('button', {
+      type: 'button', 'aria-pressed': 'false', dataset: { lens: key }, text: LENSES[key].label, title: LENSES[key].name,
+      on: { click: () => onSelect({ lens: key }) },
+    }));
+    this.definition = h('p.lens-definition');
+    this.note = h('p.lens-note', { hidden: true });
+    this.el = h('div.lens-part', {},
+      h('fieldset.lens-switch', {}, h('legend', { text: 'Lens' }), ...this.buttons),
+      this.definition, this.note);
+    this.lens = null;
+  }
+
+  // note: why the shown lens has no row (the lenses are computing, need the live model, failed).
+  update(lens, note = '') {
+    if (lens !== this.lens) {
+      this.lens = lens;
+      for (const b of this.buttons) b.setAttribute('aria-pressed', String(b.dataset.lens === lens));
+      setText(this.definition, `${LENSES[lens].name[0].toUpperCase()}${LENSES[lens].name.slice(1)}: ${LENSES[lens].definition}`);
+    }
+    this.note.hidden = !note;
+    setText(this.note, note);
+  }
+}
+
+// The context-mixing bar: the share of the token's new vector in one layer that came from other
+// tokens (mixing_ratio of wasm/core/lenses.h).
+export class MixingBar {
+  constructor() {
+    this.fill = h('span.fill');
+    this.text = h('span');
+    this.el = h('div.mixing', { hidden: true },
+      this.text,
+      h('div.track', { 'aria-hidden': 'true' }, this.fill));
+  }
+
+  update(ratio, layer, word) {
+    this.el.hidden = ratio === null || ratio === undefined;
+    if (this.el.hidden) return;
+    const percent = 100 * ratio;
+    this.fill.style.width = `${percent.toFixed(1)}%`;
+    setText(this.text, `${fmt(percent, 1)}% of \u201c${word}\u201d\u2019s new vector in layer ${layer + 1} came from other tokens; the rest is its own, carried by the residual (the lengths of each token\u2019s part before the LayerNorm, all heads together).`);
+    this.el.dataset.ratio = String(ratio);
+  }
+}
+
+// The live faithfulness score for the selected word: on the reader's request (then for every
+// word they select), the engine hides the word ([MASK]) and each other token in turn and
+// measures how much the masked-LM's top prediction loses; each lens's Spearman rho against that
+// says which picture ranks the tokens as the model's own behaviour does. `figure` gives the
+// engine (figureEngine) and the view.
+export class FaithfulnessPanel {
+  constructor(figure) {
+    this.figure = figure;
+    this.armed = false;
+    this.for = null;  // "text\u0000token" of the score shown or computing
+    this.start = h('button', { type: 'button', on: { click: () => { this.armed = true; this.run(figure.view); } } });
+    this.status = h('p.caveat', { role: 'status' });
+    this.table = h('table', { hidden: true });
+    this.el = h('div.faithfulness', {},
+      h('b', { text: 'Which lens agrees with the model here?' }),
+      h('p.caveat', { text: 'Hide the word ([MASK]) and let the model predict it; then hide each other token in turn and measure how much the log-probability of that prediction drops. A lens agrees with the model when it ranks the tokens as those drops do: Spearman\u2019s rho, from \u22121 to 1, with 0 what a ranking at random would give on average. One sentence is one sample: a rho from ten tokens moves a lot from sentence to sentence.' }),
+      this.start, this.status, this.table);
+  }
+
+  update(view) {
+    const can = view.mode === 'live' && view.result && maskable(view.result, view.token);
+    this.el.hidden = !(view.mode === 'live' && view.result);
+    if (!can) {
+      this.start.hidden = true;
+      this.table.hidden = true;
+      setText(this.status, view.mode === 'live' && view.result ? '[CLS] and [SEP] cannot be masked: choose a word.' : '');
+      return;
+    }
+    const key = `${view.result.text}\u0000${view.token}`;
+    if (this.armed) {
+      if (this.for !== key) this.run(view);
+      return;
+    }
+    const word = view.result.tokens[view.token].text;
+    const label = `Grade the lenses for \u201c${word}\u201d`;
+    this.start.textContent = label;
+    this.start.hidden = false;
+    this.figure.figureEngine().then(vocabularyDownload).then((note) => {
+      if (this.start.textContent === label && note) this.start.textContent = `${label} (the first time ${note})`;
+    }, () => {});
+  }
+
+  async run(view) {
+    if (!view?.result || !maskable(view.result, view.token)) return;
+    const { result, token } = view;
+    const key = `${result.text}\u0000${token}`;
+    this.for = key;
+    this.start.hidden = true;
+    setText(this.status, `Hiding each token in turn (${result.n - 3} passes of the model)\u2026`);
+    let score;
+    try {
+      const engine = await this.figure.figureEngine();
+      score = await withVocabularyProgress(engine, () => engine.faithfulness(result.text, token), (text) => { if (this.for === key && text) setText(this.status, text); });
+    } catch (error) {
+      if (this.for === key) setText(this.status, `The score could not be computed: ${error.message}`);
+      return;
+    }
+    if (this.for !== key) return;
+    this.show(result, token, score);
+  }
+
+  show(result, token, score) {
+    const word = result.tokens[token].text;
+    const rows = FAITHFULNESS_LENSES.map(([key, name]) => ({ key, name, rho: score.faithfulness[key] }));
+    const defined = rows.filter((r) => Number.isFinite(r.rho));
+    const best = defined.length ? Math.max(...defined.map((r) => r.rho)) : null;
+    const counted = Array.from(score.occlusion).filter(Number.isFinite).length;
+    setText(this.status, `\u201c${word}\u201d hidden, the model\u2019s top prediction there is \u201c${score.top1_text}\u201d (log-probability ${fmt(score.logprob, 3)}); rho over the ${counted} other tokens but [CLS] and [SEP]. Each lens is read at this word\u2019s row with the word hidden: the last layer for the weights, through every layer for rollout, flow and the whole block.`);
+    this.table.replaceChildren(
+      h('caption.visually-hidden', { text: `Spearman rho of each lens against occlusion for \u201c${word}\u201d` }),
+      h('thead', {}, h('tr', {}, h('th', { scope: 'col', text: 'Lens' }), h('th', { scope: 'col', text: 'rho' }))),
+      h('tbody', {}, rows.map((r) => h('tr', { dataset: { lens: r.key, rho: String(r.rho), best: String(Number.isFinite(r.rho) && r.rho === best) } },
+        h('td', { text: r.name }),
+        h('td.rho', { text: Number.isFinite(r.rho) ? fmt(r.rho, 3) : 'undefined (too few tokens, or all tied)' })))));
+    this.table.hidden = false;
+    this.table.dataset.sentence = result.text;
+    this.table.dataset.token = String(token);
+  }
+}
