@@ -54,7 +54,7 @@ async function drawnRow(page, lens, token) {
     const root = t.getRootNode();
     const values = Array.from(t.querySelectorAll('tbody tr'), (tr) => Number(tr.dataset.value));
     const mixing = root.querySelector('.mixing');
-    return { layer: Number(t.dataset.layer), head: Number(t.dataset.head), values, ratio: mixing.hidden ? null : Number(mixing.dataset.ratio) };
+    return { layer: Number(t.dataset.layer), head: Number(t.dataset.head), values, ratio: mixing.dataset.ratio === undefined ? null : Number(mixing.dataset.ratio) };
   });
 }
 

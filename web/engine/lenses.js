@@ -53,6 +53,9 @@ export function lensRow(lens, result, lenses, layer, head, token) {
   return null;
 }
 
+// The bar legend's words for a lens's row (null: the chart's own, for weights).
+export const lensLegend = (lens) => (lens === DEFAULT_LENS ? null : `${LENSES[lens].label.toLowerCase()} share from 0 to 1, the track\u2019s full length`);
+
 // The raw total a normalized lens's row was divided by (the weighted row's vector lengths), or
 // null for a lens whose numbers are shown as they are.
 export function lensTotal(lens, result, lenses, layer, head, token) {

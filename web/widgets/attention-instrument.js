@@ -11,7 +11,7 @@ import { headsForToken, labelledHeadName, shortHeadLabel } from './data.js';
 import { h, MIN_LABEL_PX, scrollBox, setText, thinLabels, unwatchWidth, watchWidth } from './dom.js';
 import { fmt, headShort } from './format.js';
 import { barLegend, FULL_SCALE, RowChart, selectedRowPanels, specialShare } from './bars.js';
-import { LENSES, lensRowOf, lensScope, mixingRatio, rowFacts } from '../engine/lenses.js';
+import { LENSES, lensLegend, lensRowOf, lensScope, mixingRatio, rowFacts } from '../engine/lenses.js';
 import { FaithfulnessPanel, LENS_CSS, LensSwitch, MixingBar } from './lens-panel.js';
 import { CHIP_CSS, TokenChips } from './controls.js';
 import { CellReadout, partAt, wireProbe } from './readout.js';
@@ -619,7 +619,7 @@ class AttentionInstrument extends AttentionFigure {
     ds.lens = lens;
     this.mixing.update(mixingRatio(result, view.lenses, layer, token), layer, word);
     this.faithfulness.update(view);
-    if (shown.scaleMax !== scaleMax || shown.n !== result.n) this.legendSlot.replaceChildren(barLegend(row, scaleMax, null, { track: true }));
+    if (shown.scaleMax !== scaleMax || shown.n !== result.n || shown.lens !== lens) this.legendSlot.replaceChildren(barLegend(row, scaleMax, lensLegend(lens), { track: true }));
     const f = this.facts;
     setText(f.sum, fmt(s.sum, 6));
     setText(f.max, fmt(s.max, 4));

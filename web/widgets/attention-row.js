@@ -5,7 +5,7 @@
 // token used, not only what it paid: web/engine/lenses.js), with the share of the token's new
 // vector that came from other tokens, and a live score of which lens agrees with the model.
 import { AttentionFigure, define } from './base.js';
-import { LENSES, lensRowOf, lensScope, mixingRatio, rowFacts } from '../engine/lenses.js';
+import { LENSES, lensLegend, lensRowOf, lensScope, mixingRatio, rowFacts } from '../engine/lenses.js';
 import { CONTROLS_CSS, HeadMenu, TokenChips } from './controls.js';
 import { h, setText } from './dom.js';
 import { fmt } from './format.js';
@@ -65,10 +65,10 @@ class AttentionRow extends AttentionFigure {
     Object.assign(p.chart.table.dataset, { layer: String(layer), head: String(head), token: String(token), sentence: result.text, lens });
     p.mixing.update(mixingRatio(result, view.lenses, layer, token), layer, word);
     p.faithfulness.update(view);
-    const legendKey = `${scaleMax}/${result.n}`;
+    const legendKey = `${scaleMax}/${result.n}/${lens}`;
     if (p.scaleMax !== legendKey) {
       p.scaleMax = legendKey;
-      p.legend.replaceChildren(barLegend(row, scaleMax, null, { track: true }));
+      p.legend.replaceChildren(barLegend(row, scaleMax, lensLegend(lens), { track: true }));
     }
     const f = p.facts;
     setText(f.sum, fmt(s.sum, 6));

@@ -59,14 +59,20 @@ export class MixingBar {
   constructor() {
     this.fill = h('span.fill');
     this.text = h('span');
-    this.el = h('div.mixing', { hidden: true },
+    this.el = h('div.mixing', {},
       this.text,
       h('div.track', { 'aria-hidden': 'true' }, this.fill));
   }
 
+  // Without the lenses (the example before the live model) the bar stays, empty, and says when it
+  // fills: the figure keeps its height when it goes live.
   update(ratio, layer, word) {
-    this.el.hidden = ratio === null || ratio === undefined;
-    if (this.el.hidden) return;
+    if (ratio === null || ratio === undefined) {
+      this.fill.style.width = '0';
+      setText(this.text, `How much of \u201c${word}\u201d\u2019s new vector in layer ${layer + 1} came from other tokens: measured by the live model.`);
+      delete this.el.dataset.ratio;
+      return;
+    }
     const percent = 100 * ratio;
     this.fill.style.width = `${percent.toFixed(1)}%`;
     setText(this.text, `${fmt(percent, 1)}% of \u201c${word}\u201d\u2019s new vector in layer ${layer + 1} came from other tokens; the rest is its own, carried by the residual (the lengths of each token\u2019s part before the LayerNorm, all heads together).`);
@@ -94,14 +100,18 @@ export class FaithfulnessPanel {
   }
 
   update(view) {
-    const can = view.mode === 'live' && view.result && maskable(view.result, view.token);
-    this.el.hidden = !(view.mode === 'live' && view.result);
+    const live = view.mode === 'live' && Boolean(view.result);
+    const can = live && maskable(view.result, view.token);
     if (!can) {
-      this.start.hidden = true;
+      // The button stays (disabled) before the live model, so that the figure keeps its height.
+      this.start.hidden = live;
+      this.start.disabled = true;
+      this.start.textContent = 'Grade the lenses (with the live model)';
       this.table.hidden = true;
-      setText(this.status, view.mode === 'live' && view.result ? '[CLS] and [SEP] cannot be masked: choose a word.' : '');
+      setText(this.status, live ? '[CLS] and [SEP] cannot be masked: choose a word.' : '');
       return;
     }
+    this.start.disabled = false;
     const key = `${view.result.text}\u0000${view.token}`;
     if (this.armed) {
       if (this.for !== key) this.run(view);
