@@ -13,9 +13,12 @@
 //   ort       ONNX Runtime Web (wasm backend, 1 thread, SIMD) running an ONNX export of the model
 //             (scripts/bench/export_onnx.py) on the same ids: all attention probabilities and the
 //             last hidden state, copied out to JS
-//   lenses    (n <= 128) the engine's lenses(text) (web/engine/engine.js, wasm/core/lenses.h): its
-//             own forward pass with the values kept, then every lens but flow and value zeroing;
-//             printed as a ratio to analyze
+//   lenses    (n <= 128) the engine's lenses(text, {row}) as the row figures ask for them
+//             (web/engine/engine.js, wasm/core/lenses.h): its own forward pass with the values
+//             kept, then every lens but flow and value zeroing for the middle token's row (the
+//             weights times vector sizes for every row); printed as a ratio to analyze
+//   all rows  the same for every row (and ALTI's rollout), as the CLI and the set statistics
+//             compute them
 //   +flow     the same with attention flow's row for the middle token (n max-flow problems): the
 //             flow row's cost is the difference
 //   +zeroing  the same with value zeroing's row for the middle token in every layer: the
@@ -143,7 +146,7 @@ async function pageMain({ engineJs, engineUrl, modelUrl, benchUrl, onnxUrl, leng
 
   const rows = [];
   for (const n of lengths) {
-    const times = { analyze: [], core: [], forward: [], ort: [], lenses: [], flow: [], zeroing: [] };
+    const times = { analyze: [], core: [], forward: [], ort: [], lenses: [], allRows: [], flow: [], zeroing: [] };
     const lensesToo = n <= 128;
     const middle = Math.floor(n / 2);
     let agreement = null;
@@ -160,9 +163,10 @@ async function pageMain({ engineJs, engineUrl, modelUrl, benchUrl, onnxUrl, leng
         ['forward', () => bench._bench_forward()],
         ...(withOrt ? [['ort', () => ortRun(ids)]] : []),
         ...(lensesToo ? [
-          ['lenses', () => engine.lenses(s2)],
-          ['flow', () => engine.lenses(s2, { flowRow: middle })],
-          ['zeroing', () => engine.lenses(s2, { zeroingRow: middle })],
+          ['lenses', () => engine.lenses(s2, { row: middle })],
+          ['allRows', () => engine.lenses(s2)],
+          ['flow', () => engine.lenses(s2, { row: middle, flowRow: middle })],
+          ['zeroing', () => engine.lenses(s2, { row: middle, zeroingRow: middle })],
         ] : []),
       ];
       for (let k = 0; k < steps.length; ++k) {
@@ -183,7 +187,7 @@ async function pageMain({ engineJs, engineUrl, modelUrl, benchUrl, onnxUrl, leng
         }
       }
     }
-    const lensMedians = lensesToo ? { lenses: median(times.lenses), lenses_flow: median(times.flow), lenses_zeroing: median(times.zeroing) } : { lenses: null, lenses_flow: null, lenses_zeroing: null };
+    const lensMedians = lensesToo ? { lenses: median(times.lenses), lenses_all_rows: median(times.allRows), lenses_flow: median(times.flow), lenses_zeroing: median(times.zeroing) } : { lenses: null, lenses_all_rows: null, lenses_flow: null, lenses_zeroing: null };
     rows.push({ n, layers: engine.info.layers ?? 4, analyze: median(times.analyze), core: median(times.core), forward: median(times.forward), ort: withOrt ? median(times.ort) : null, attention_vs_ort: agreement, ...lensMedians });
   }
 
@@ -240,10 +244,10 @@ for (const r of report.rows) {
   console.log(`${String(r.n).padStart(5)} | ${fixed(r.analyze).padStart(10)} | ${fixed(r.core).padStart(7)} | ${fixed(r.forward).padStart(10)} | ${fixed(r.ort).padStart(7)} | ${(r.ort ? fixed(r.analyze / r.ort) : 'n/a').padStart(11)} | ${(r.ort ? fixed(r.forward / r.ort) : 'n/a').padStart(11)} | ${r.attention_vs_ort === null ? 'n/a' : r.attention_vs_ort.toExponential(2)}`);
 }
 console.log(`\nlenses (wasm/core/lenses.h) in the same page, medians of the same repeats; flow: one row (n max-flow problems), zeroing: one row in each of ${report.rows[0]?.layers ?? 'the'} layers, both as the difference to lenses alone:`);
-console.log('    n | analyze ms | lenses ms | lenses/analyze | flow row ms | zeroing ms (all layers) | zeroing ms per layer');
+console.log('    n | analyze ms | lenses ms (one row) | lenses/analyze | all rows ms | all rows/analyze | flow row ms | zeroing ms (all layers) | zeroing ms per layer');
 for (const r of report.rows.filter((x) => x.lenses !== null)) {
   const zeroing = r.lenses_zeroing - r.lenses;
-  console.log(`${String(r.n).padStart(5)} | ${fixed(r.analyze).padStart(10)} | ${fixed(r.lenses).padStart(9)} | ${fixed(r.lenses / r.analyze).padStart(14)} | ${fixed(r.lenses_flow - r.lenses).padStart(11)} | ${fixed(zeroing).padStart(23)} | ${fixed(zeroing / r.layers)}`);
+  console.log(`${String(r.n).padStart(5)} | ${fixed(r.analyze).padStart(10)} | ${fixed(r.lenses).padStart(19)} | ${fixed(r.lenses / r.analyze).padStart(14)} | ${fixed(r.lenses_all_rows).padStart(11)} | ${fixed(r.lenses_all_rows / r.analyze).padStart(16)} | ${fixed(r.lenses_flow - r.lenses).padStart(11)} | ${fixed(zeroing).padStart(23)} | ${fixed(zeroing / r.layers)}`);
 }
 const STAGES = ['QKV', 'attn out', 'intermediate+GELU', 'output', 'scores+context', 'softmax', '2x add+LayerNorm', '(GELU alone)', 'forward', 'AnalyzeText'];
 console.log('\nforward pass by operation, ms per forward (all layers; loops inside wasm):');

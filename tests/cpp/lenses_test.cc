@@ -183,6 +183,34 @@ TEST_F(LensesTest, NormsRatiosAndRowSums) {
   EXPECT_TRUE(lenses.occlusion.empty());
 }
 
+TEST_F(LensesTest, OneRowIsThatRowOfTheWhole) {
+  LensOptions options;
+  Lenses all, one;
+  ASSERT_TRUE(ComputeLenses(*model_, analysis_, options, &all).ok());
+  options.rows = {2};
+  ASSERT_TRUE(ComputeLenses(*model_, analysis_, options, &one).ok());
+  const int32_t n = all.tokens;
+  for (int32_t l = 0; l < all.layers; ++l) {
+    for (int32_t i = 0; i < n; ++i) {
+      const size_t at = (static_cast<size_t>(l) * n + i) * n;
+      for (int32_t j = 0; j < n; ++j) {
+        if (i == 2) {
+          EXPECT_EQ(one.alti[at + j], all.alti[at + j]);
+          EXPECT_EQ(one.mixing[at + j], all.mixing[at + j]);
+          EXPECT_EQ(one.weighted_layer[at + j], all.weighted_layer[at + j]);
+        } else {
+          EXPECT_TRUE(std::isnan(one.alti[at + j]));
+        }
+      }
+      EXPECT_EQ(std::isnan(one.mixing_ratio[static_cast<size_t>(l) * n + i]), i != 2);
+    }
+  }
+  EXPECT_EQ(one.weighted, all.weighted);
+  EXPECT_TRUE(one.alti_rollout.empty());
+  options.rows = {n};
+  EXPECT_FALSE(ComputeLenses(*model_, analysis_, options, &one).ok());
+}
+
 TEST_F(LensesTest, ValueZeroingOfATokenNoOneAttendsToIsZero) {
   // Take token 4's weight away in every head of every layer, rows renormalised: zeroing its
   // value vectors then changes no context, and so no output.

@@ -267,17 +267,19 @@ class Engine {
 
   // The lenses of core/lenses.h on text, analysed again with its values kept (`masked`: a
   // position replaced by [MASK] first, -1 for none): weighted (L, H, n, n), weighted_layer,
-  // mixing and alti (L, n, n), mixing_ratio (L, n), alti_rollout and rollout (n, n); the rows
+  // mixing and alti (L, n, n), mixing_ratio (L, n), alti_rollout and rollout (n, n), the first
+  // four for the token `row` only (NaN elsewhere, alti_rollout empty) or all (-1); the rows
   // flow_row of flow and flow_normalized (n each) and zeroing_row of value zeroing (L, n), -1
   // for none; and with a target position, occlusion (n, NaN where undefined), target_top1,
   // target_top1_text, target_logprob and faithfulness {lens name: Spearman rho or NaN}.
-  val Lenses(const std::string& text, int masked, int target, int flow_row, int zeroing_row) {
+  val Lenses(const std::string& text, int masked, int target, int row, int flow_row, int zeroing_row) {
     if (!loaded_) return ErrorObject("No model is loaded.");
     attn::AnalysisOptions options;
     options.outputs = attn::kOutputValues;
     if (masked >= 0) options.masked_positions.push_back(masked);
     attn::LensOptions lens;
     lens.target = target;
+    if (row >= 0) lens.rows = {row};
     if (flow_row >= 0) lens.flow_rows = {flow_row};
     if (zeroing_row >= 0) lens.value_zeroing_rows = {zeroing_row};
     attn::Status status = AnalyzeInto(text, options);

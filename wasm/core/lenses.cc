@@ -6,6 +6,7 @@
 #include <numeric>
 #include <string>
 
+#include "core/kernels.h"
 #include "core/statistics.h"
 
 namespace attn {
@@ -140,6 +141,7 @@ Status CheckAnalysis(const LoadedModel& model, const SentenceAnalysis& analysis,
     return Status::Ok();
   };
   Status status = check_rows(options.flow_rows, "flow");
+  if (status.ok()) status = check_rows(options.rows, "lens");
   if (status.ok()) status = check_rows(options.value_zeroing_rows, "value zeroing");
   if (status.ok() && options.target != -1 && (options.target < 0 || options.target >= n)) {
     status = Status::Error("target position " + std::to_string(options.target) + " is outside the sentence [0, " +
@@ -155,91 +157,185 @@ std::vector<uint8_t> RowFlags(const std::vector<int32_t>& rows, int32_t n) {
   return flags;
 }
 
-// What one layer's rows share: f_h(x_j) of every head, and per row the first LayerNorm's
-// standard deviation s_i and output z_i (double).
+// What one layer's rows share, made once per layer: f_h(x_j) of every head; for the mixing
+// lenses the same centred and scaled by the LayerNorm's gamma (centring is linear, so T_i(x_j) =
+// (sum_h alpha^h_ij g_h(x_j) + [i = j] g(x_i)) / s_i with g(v) = gamma (v - mean(v))), the
+// residual's g(x_i), and per row the first LayerNorm's s_i and output z_i; for weighted_layer
+// the Gram matrix of each token's f_h (||sum_h a_h f_h||^2 = sum_hh' a_h a_h' <f_h, f_h'>).
 struct LayerParts {
-  std::vector<RowMajorMatrix> carried;  // H of (n, d)
-  Eigen::VectorXd scale;                // (n)
-  Eigen::MatrixXd output;               // (n, d)
+  std::vector<RowMajorMatrix> carried;   // H of (n, d): f_h(x_j)
+  std::vector<RowMajorMatrix> centered;  // H of (n, d): g_h(x_j), when mixing
+  RowMajorMatrix own;                    // (n, d): g(x_i), when mixing
+  RowMajorMatrix output;                 // (n, d): z_i, when mixing
+  std::vector<double> scale;             // (n): s_i, when mixing
+  std::vector<double> gram;              // (n, H, H), when weighted
 };
 
-LayerParts MakeLayerParts(const Model& model, const Activations& a, int32_t l, bool with_norm) {
+// gamma (v - mean(v)) of a row of d floats, into out.
+void Centre(const float* v, const float* gamma, Index d, float* out) {
+  double mean = 0;
+  for (Index k = 0; k < d; ++k) mean += v[k];
+  mean /= static_cast<double>(d);
+  const auto m = static_cast<float>(mean);
+  for (Index k = 0; k < d; ++k) out[k] = gamma[k] * (v[k] - m);
+}
+
+LayerParts MakeLayerParts(const Model& model, const Activations& a, int32_t l, bool weighted, bool mixing) {
   const Index n = a.tokens, d = a.hidden, H = a.heads, dh = d / H;
   const LayerWeights& w = model.weights().layers[static_cast<size_t>(l)];
   const ConstMatrixMap values(a.values.data() + l * n * d, n, d);
   LayerParts parts;
   parts.carried.resize(static_cast<size_t>(H));
   for (Index h = 0; h < H; ++h) {
-    parts.carried[static_cast<size_t>(h)].noalias() =
-        values.middleCols(h * dh, dh) * w.attention_output_weight.middleCols(h * dh, dh).transpose();
+    // (n, d_head) times the head's columns of W_O (d, d_head) transposed: the SIMD kernel of the
+    // attention scores in wasm (core/kernels.h), Eigen natively.
+    RowMajorMatrix& carried = parts.carried[static_cast<size_t>(h)];
+    carried.resize(n, d);
+    MatMulTransposed(values.middleCols(h * dh, dh), w.attention_output_weight.middleCols(h * dh, dh), carried);
   }
-  if (!with_norm) return parts;
+  if (weighted) {
+    parts.gram.assign(static_cast<size_t>(n * H * H), 0.0);
+    for (Index j = 0; j < n; ++j) {
+      for (Index h = 0; h < H; ++h) {
+        for (Index g = 0; g <= h; ++g) {
+          const float* p = parts.carried[static_cast<size_t>(h)].row(j).data();
+          const float* q = parts.carried[static_cast<size_t>(g)].row(j).data();
+          double dot = 0;
+          for (Index k = 0; k < d; ++k) dot += static_cast<double>(p[k]) * q[k];
+          parts.gram[static_cast<size_t>((j * H + h) * H + g)] = parts.gram[static_cast<size_t>((j * H + g) * H + h)] = dot;
+        }
+      }
+    }
+  }
+  if (!mixing) return parts;
+  const float* gamma = w.attention_output_norm_weight.data();
+  parts.centered.resize(static_cast<size_t>(H));
+  for (Index h = 0; h < H; ++h) {
+    RowMajorMatrix& centered = parts.centered[static_cast<size_t>(h)];
+    centered.resize(n, d);
+    for (Index j = 0; j < n; ++j) Centre(parts.carried[static_cast<size_t>(h)].row(j).data(), gamma, d, centered.row(j).data());
+  }
   // y = x + context W_O^T + b_O, the first LayerNorm's input.
   const ConstMatrixMap x = a.HiddenState(l);
   const ConstMatrixMap contexts(a.contexts.data() + l * n * d, n, d);
-  const RowMajorMatrix attended = contexts * w.attention_output_weight.transpose();
-  parts.scale.resize(n);
+  RowMajorMatrix attended(n, d);
+  MatMulTransposed(contexts, w.attention_output_weight, attended);
+  parts.own.resize(n, d);
   parts.output.resize(n, d);
+  parts.scale.resize(static_cast<size_t>(n));
+  std::vector<double> y(static_cast<size_t>(d));
   for (Index i = 0; i < n; ++i) {
-    const Eigen::VectorXd y = x.row(i).transpose().cast<double>() + attended.row(i).transpose().cast<double>() +
-                              w.attention_output_bias.cast<double>();
-    const double mean = y.mean();
-    parts.scale(i) = std::sqrt((y.array() - mean).square().mean() + static_cast<double>(model.config().layer_norm_eps));
-    parts.output.row(i) = ((y.array() - mean) / parts.scale(i) * w.attention_output_norm_weight.cast<double>().array() +
-                           w.attention_output_norm_bias.cast<double>().array()).matrix().transpose();
+    Centre(x.row(i).data(), gamma, d, parts.own.row(i).data());
+    double mean = 0;
+    for (Index k = 0; k < d; ++k) {
+      y[static_cast<size_t>(k)] = double{x(i, k)} + attended(i, k) + w.attention_output_bias(k);
+      mean += y[static_cast<size_t>(k)];
+    }
+    mean /= static_cast<double>(d);
+    double variance = 0;
+    for (double v : y) variance += (v - mean) * (v - mean);
+    const double s = std::sqrt(variance / static_cast<double>(d) + static_cast<double>(model.config().layer_norm_eps));
+    parts.scale[static_cast<size_t>(i)] = s;
+    for (Index k = 0; k < d; ++k) {
+      parts.output(i, k) = static_cast<float>((y[static_cast<size_t>(k)] - mean) / s * gamma[k] + w.attention_output_norm_bias(k));
+    }
   }
   return parts;
 }
 
-// sum_h alpha^h_ij f_h(x_j) for every j, row i's vectors before the residual, into u (n, d).
-void Mixed(const Activations& a, const LayerParts& parts, int32_t l, Index i, RowMajorMatrix* u) {
-  u->noalias() = a.Attention(l, 0).row(i).transpose().asDiagonal() * parts.carried[0];
-  for (int32_t h = 1; h < a.heads; ++h) {
-    u->noalias() += a.Attention(l, h).row(i).transpose().asDiagonal() * parts.carried[static_cast<size_t>(h)];
+// T_i(x_j) (d floats) into t.
+void Transformed(const Activations& a, const LayerParts& parts, int32_t l, Index i, Index j, float* t) {
+  const Index d = a.hidden, n = a.tokens;
+  const auto inverse = static_cast<float>(1.0 / parts.scale[static_cast<size_t>(i)]);
+  for (Index k = 0; k < d; ++k) t[k] = 0.0f;
+  for (int32_t h = 0; h < a.heads; ++h) {
+    const float alpha = a.attention_probs[((static_cast<size_t>(l) * a.heads + h) * n + i) * n + j] * inverse;
+    const float* g = parts.centered[static_cast<size_t>(h)].row(j).data();
+    for (Index k = 0; k < d; ++k) t[k] += alpha * g[k];
+  }
+  if (i == j) {
+    const float* own = parts.own.row(i).data();
+    for (Index k = 0; k < d; ++k) t[k] += inverse * own[k];
   }
 }
 
-// T_i(x_j) for every j (n, d) from u (the residual not yet added).
-Eigen::MatrixXd Transformed(const Model& model, const Activations& a, const LayerParts& parts, int32_t l, Index i,
-                            const RowMajorMatrix& u) {
-  Eigen::MatrixXd t = u.cast<double>();
-  t.row(i) += a.HiddenState(l).row(i).cast<double>();
-  const Eigen::RowVectorXd gamma =
-      model.weights().layers[static_cast<size_t>(l)].attention_output_norm_weight.cast<double>().transpose() / parts.scale(i);
-  t.colwise() -= t.rowwise().mean();
-  t.array().rowwise() *= gamma.array();
-  return t;
+// ||t||^2 and sum_k (|z_k| - |z_k - t_k|) = ||z||_1 - ||z - t||_1 over d floats: each in blocks
+// of 8 summed in float (which the compiler can keep in SIMD lanes), the blocks in double. The
+// second sum is taken term by term, so its rounding scales with ||t||_1, not with ||z||_1.
+void MixingSums(const float* t, const float* z, Index d, double* squares, double* closer) {
+  double sq = 0, cl = 0;
+  Index k = 0;
+  for (; k + 8 <= d; k += 8) {
+    float bs = 0, bc = 0;
+    for (Index r = 0; r < 8; ++r) {
+      const float v = t[k + r], zk = z[k + r];
+      bs += v * v;
+      bc += std::fabs(zk) - std::fabs(zk - v);
+    }
+    sq += bs;
+    cl += bc;
+  }
+  for (; k < d; ++k) {
+    sq += static_cast<double>(t[k]) * t[k];
+    cl += std::fabs(static_cast<double>(z[k])) - std::fabs(static_cast<double>(z[k]) - t[k]);
+  }
+  *squares = sq;
+  *closer = cl;
 }
 
-// weighted, weighted_layer, mixing, mixing_ratio and alti of one layer.
-void LayerLenses(const Model& model, const Activations& a, int32_t l, bool weighted, bool mixing, Lenses* out) {
-  const Index n = a.tokens, H = a.heads;
+// weighted, weighted_layer, mixing, mixing_ratio and alti of one layer, for the rows flagged.
+void LayerLenses(const Model& model, const Activations& a, int32_t l, bool weighted, bool mixing,
+                 const std::vector<uint8_t>& rows, Lenses* out) {
+  const Index n = a.tokens, H = a.heads, d = a.hidden;
   const size_t nn = static_cast<size_t>(n * n);
-  const LayerParts parts = MakeLayerParts(model, a, l, mixing);
+  const LayerParts parts = MakeLayerParts(model, a, l, weighted, mixing);
   if (weighted) {
     for (Index h = 0; h < H; ++h) {
-      const Eigen::VectorXf norms = parts.carried[static_cast<size_t>(h)].rowwise().norm();
-      Eigen::Map<RowMajorMatrix> target(out->weighted.data() + (l * H + h) * nn, n, n);
-      target = a.Attention(l, static_cast<int32_t>(h)) * norms.asDiagonal();
+      for (Index i = 0; i < n; ++i) {
+        const float* alpha = a.AttentionRow(l, static_cast<int32_t>(h), static_cast<int32_t>(i));
+        float* target = out->weighted.data() + (static_cast<size_t>(l * H + h) * n + i) * n;
+        for (Index j = 0; j < n; ++j) {
+          target[j] = alpha[j] * static_cast<float>(std::sqrt(parts.gram[static_cast<size_t>((j * H + h) * H + h)]));
+        }
+      }
     }
   }
-  RowMajorMatrix u(n, a.hidden);
+  std::vector<float> t(static_cast<size_t>(d));
+  std::vector<double> norms(static_cast<size_t>(n)), c(static_cast<size_t>(n));
+  std::vector<double> alpha(static_cast<size_t>(H));
   for (Index i = 0; i < n; ++i) {
-    Mixed(a, parts, l, i, &u);
-    if (weighted) Eigen::Map<Eigen::VectorXf>(out->weighted_layer.data() + l * nn + i * n, n) = u.rowwise().norm();
+    if (!rows[static_cast<size_t>(i)]) continue;
+    if (weighted) {
+      float* target = out->weighted_layer.data() + l * nn + static_cast<size_t>(i) * n;
+      for (Index j = 0; j < n; ++j) {
+        for (Index h = 0; h < H; ++h) alpha[static_cast<size_t>(h)] = a.AttentionRow(l, static_cast<int32_t>(h), static_cast<int32_t>(i))[j];
+        double squared = 0;
+        const double* gram = parts.gram.data() + static_cast<size_t>(j * H * H);
+        for (Index h = 0; h < H; ++h) {
+          for (Index g = 0; g < H; ++g) squared += alpha[static_cast<size_t>(h)] * alpha[static_cast<size_t>(g)] * gram[h * H + g];
+        }
+        target[j] = static_cast<float>(std::sqrt(std::max(0.0, squared)));
+      }
+    }
     if (!mixing) continue;
-    const Eigen::MatrixXd t = Transformed(model, a, parts, l, i, u);
-    const Eigen::VectorXd norms = t.rowwise().norm();
-    const Eigen::RowVectorXd z = parts.output.row(i);
-    // c_ij = max(0, ||z_i||_1 - ||z_i - T_i(x_j)||_1)
-    const Eigen::ArrayXd c = (z.cwiseAbs().sum() - (t.rowwise() - z).cwiseAbs().rowwise().sum().array()).max(0.0);
-    const double total = norms.sum(), others = total - norms(i), c_total = c.sum();
-    out->mixing_ratio[static_cast<size_t>(l * n + i)] = static_cast<float>(total > 0 ? others / total : 0.0);
-    float* mixing_row = out->mixing.data() + l * nn + i * n;
-    float* alti_row = out->alti.data() + l * nn + i * n;
+    const float* z = parts.output.row(i).data();
+    double total = 0, c_total = 0;
     for (Index j = 0; j < n; ++j) {
-      mixing_row[j] = static_cast<float>(norms(j));
-      alti_row[j] = static_cast<float>(c_total > 0 ? c(j) / c_total : 0.0);
+      Transformed(a, parts, l, i, j, t.data());
+      double squares = 0, closer = 0;
+      MixingSums(t.data(), z, d, &squares, &closer);
+      norms[static_cast<size_t>(j)] = std::sqrt(squares);
+      c[static_cast<size_t>(j)] = std::max(0.0, closer);  // c_ij
+      total += norms[static_cast<size_t>(j)];
+      c_total += c[static_cast<size_t>(j)];
+    }
+    const double others = total - norms[static_cast<size_t>(i)];
+    out->mixing_ratio[static_cast<size_t>(l * n + i)] = static_cast<float>(total > 0 ? others / total : 0.0);
+    float* mixing_row = out->mixing.data() + l * nn + static_cast<size_t>(i) * n;
+    float* alti_row = out->alti.data() + l * nn + static_cast<size_t>(i) * n;
+    for (Index j = 0; j < n; ++j) {
+      mixing_row[j] = static_cast<float>(norms[static_cast<size_t>(j)]);
+      alti_row[j] = static_cast<float>(c_total > 0 ? c[static_cast<size_t>(j)] / c_total : 0.0);
     }
   }
 }
@@ -373,16 +469,20 @@ Status DecomposeAttentionBlock(const Model& model, const Activations& activation
   if (layer < 0 || layer >= a.layers || row < 0 || row >= a.tokens) {
     return Status::Error("layer " + std::to_string(layer) + ", row " + std::to_string(row) + " is outside the pass");
   }
-  const LayerParts parts = MakeLayerParts(model, a, layer, true);
-  RowMajorMatrix u(a.tokens, a.hidden);
-  Mixed(a, parts, layer, row, &u);
-  out->parts = Transformed(model, a, parts, layer, row, u);
+  const Index n = a.tokens, d = a.hidden;
+  const LayerParts parts = MakeLayerParts(model, a, layer, false, true);
+  out->parts.resize(n, d);
+  std::vector<float> t(static_cast<size_t>(d));
+  for (Index j = 0; j < n; ++j) {
+    Transformed(a, parts, layer, row, j, t.data());
+    for (Index k = 0; k < d; ++k) out->parts(j, k) = t[static_cast<size_t>(k)];
+  }
   const LayerWeights& w = model.weights().layers[static_cast<size_t>(layer)];
   const Eigen::VectorXd bias = w.attention_output_bias.cast<double>();
-  out->scale = parts.scale(row);
+  out->scale = parts.scale[static_cast<size_t>(row)];
   out->bias = ((bias.array() - bias.mean()) / out->scale * w.attention_output_norm_weight.cast<double>().array() +
                w.attention_output_norm_bias.cast<double>().array()).matrix();
-  out->output = parts.output.row(row).transpose();
+  out->output = parts.output.row(row).transpose().cast<double>();
   return Status::Ok();
 }
 
@@ -410,15 +510,19 @@ Status ComputeLenses(LoadedModel& model, const SentenceAnalysis& analysis, const
   out->tokens = n;
   out->target = target ? t : -1;
   std::fill(std::begin(out->faithfulness), std::end(out->faithfulness), kNaN);
+  // Every row when none is named, or when the target's score needs alti_rollout.
+  const bool all_rows = options.rows.empty() || target;
+  const std::vector<uint8_t> lens_rows = all_rows ? std::vector<uint8_t>(static_cast<size_t>(n), 1) : RowFlags(options.rows, n);
+  const float fill = all_rows ? 0.0f : kNaNFloat;
   out->weighted.assign(weighted ? static_cast<size_t>(L) * H * nn : 0, 0.0f);
-  out->weighted_layer.assign(weighted ? static_cast<size_t>(L) * nn : 0, 0.0f);
-  out->mixing.assign(mixing ? static_cast<size_t>(L) * nn : 0, 0.0f);
-  out->alti.assign(mixing ? static_cast<size_t>(L) * nn : 0, 0.0f);
-  out->mixing_ratio.assign(mixing ? static_cast<size_t>(L) * n : 0, 0.0f);
+  out->weighted_layer.assign(weighted ? static_cast<size_t>(L) * nn : 0, fill);
+  out->mixing.assign(mixing ? static_cast<size_t>(L) * nn : 0, fill);
+  out->alti.assign(mixing ? static_cast<size_t>(L) * nn : 0, fill);
+  out->mixing_ratio.assign(mixing ? static_cast<size_t>(L) * n : 0, fill);
   if (weighted || mixing) {
-    for (int32_t l = 0; l < L; ++l) LayerLenses(model.model(), a, l, weighted, mixing, out);
+    for (int32_t l = 0; l < L; ++l) LayerLenses(model.model(), a, l, weighted, mixing, lens_rows, out);
   }
-  if (mixing) {
+  if (mixing && all_rows) {
     RowMajorMatrix product = Eigen::Map<const RowMajorMatrix>(out->alti.data(), n, n);
     for (int32_t l = 1; l < L; ++l) {
       const RowMajorMatrix next = Eigen::Map<const RowMajorMatrix>(out->alti.data() + l * nn, n, n) * product;

@@ -64,6 +64,11 @@ const char* FaithfulnessLensName(FaithfulnessLens lens);
 struct LensOptions {
   bool weighted = true;  // weighted, weighted_layer
   bool mixing = true;    // mixing, mixing_ratio, alti, alti_rollout
+  // The rows (token positions) of weighted_layer, mixing, mixing_ratio and alti to compute, in
+  // every layer; empty: all of them. alti_rollout needs every row and is left empty unless all
+  // are computed. A page that shows one token's row asks for that row: the rows are the lenses'
+  // main cost (n d (H + 1) per row and layer).
+  std::vector<int32_t> rows;
   // Rows (token positions) of flow and of value zeroing (every layer) to compute; AllRows(n)
   // for every row. Each is a set: order and repeats do not matter.
   std::vector<int32_t> flow_rows;

@@ -74,8 +74,9 @@ export function mixingRatio(result, lenses, layer, token) {
   return lenses.mixing_ratio[layer * result.n + token];
 }
 
-// What the engine computes for a lens at a token: {flowRow} for its lenses call.
-export const lensRequest = (lens, token) => ({ flowRow: LENSES[lens]?.flowRow ? token : -1 });
+// What the engine computes for a figure that shows one token's row through `lens`: the token's
+// rows of the per-layer lenses, and its flow row under the flow lens (n max-flow problems).
+export const lensRequest = (lens, token) => ({ row: token, flowRow: LENSES[lens]?.flowRow ? token : -1 });
 
 // Which head, layer or model a lens's row belongs to, in words.
 export function lensScope(lens, layer, head) {

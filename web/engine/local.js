@@ -316,11 +316,13 @@ export class AttentionEngine {
   // The lenses of text (wasm/core/lenses.h; docs/ARCHITECTURE.md, "Lenses"): {text, n, layers,
   // heads, weighted (L, H, n, n), weighted_layer, mixing, alti (L, n, n), mixing_ratio (L, n),
   // alti_rollout, rollout (n, n), flow and flow_normalized (row flowRow, n), value_zeroing (row
-  // zeroingRow in every layer, (L, n))}; masked: a position replaced by [MASK] first. A row left
-  // at -1 is not computed (flow is n max-flow problems, value zeroing n reruns of each layer).
-  lenses(text, { masked = -1, flowRow = -1, zeroingRow = -1 } = {}) {
+  // zeroingRow in every layer, (L, n))}; masked: a position replaced by [MASK] first; row: the
+  // one token whose weighted_layer, mixing, mixing_ratio and alti rows are computed (-1: all,
+  // and alti_rollout). A flow or zeroing row left at -1 is not computed (flow is n max-flow
+  // problems, value zeroing n reruns of each layer).
+  lenses(text, { masked = -1, row = -1, flowRow = -1, zeroingRow = -1 } = {}) {
     checkText(text, this.info);
-    const raw = this._nativeCall('lenses', text, Number(masked), -1, Number(flowRow), Number(zeroingRow));
+    const raw = this._nativeCall('lenses', text, Number(masked), -1, Number(row), Number(flowRow), Number(zeroingRow));
     this._current = null;
     if (raw.error !== undefined) throw new EngineError('input', raw.error);
     return ownedResult(raw, { text });
@@ -332,7 +334,7 @@ export class AttentionEngine {
   // is [MASK], so that the masked-LM predicts it.
   faithfulness(text, target, { masked = true } = {}) {
     checkText(text, this.info);
-    const raw = this._nativeCall('lenses', text, masked ? Number(target) : -1, Number(target), -1, -1);
+    const raw = this._nativeCall('lenses', text, masked ? Number(target) : -1, Number(target), -1, -1, -1);
     this._current = null;
     if (raw.error !== undefined) throw new EngineError('input', raw.error);
     return {

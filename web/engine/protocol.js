@@ -27,9 +27,10 @@ export const OPERATIONS = Object.freeze({
   // one entry's exact probability and rank at one position: {probability, rank, top1, top1_text}
   probability: { params: ['text', 'position', 'entry', { masked: false, removed: '' }], text: true, rows: 'all' },
   // the lenses of wasm/core/lenses.h (what a token used, beside what it attended to): every
-  // layer's arrays, the row flowRow of attention flow and zeroingRow of value zeroing (-1: none);
-  // masked: a position replaced by [MASK] first (-1: none). Not memoised.
-  lenses: { params: ['text', { masked: -1, flowRow: -1, zeroingRow: -1 }], text: true, rows: 'text' },
+  // layer's arrays for the token `row` (-1: every token), the row flowRow of attention flow and
+  // zeroingRow of value zeroing (-1: none); masked: a position replaced by [MASK] first (-1:
+  // none). Not memoised.
+  lenses: { params: ['text', { masked: -1, row: -1, flowRow: -1, zeroingRow: -1 }], text: true, rows: 'text' },
   // occlusion at one position (each other token replaced by [MASK] in turn: the drop in the
   // log-probability of the masked-LM's top entry there) and each lens's Spearman rho against
   // it; masked: the position itself is [MASK] (the default)
