@@ -22,7 +22,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
 const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 const runs = Number(option('--runs', '3'));
-const pages = option('--pages', 'index.html,heads.html,confident.html,contribution.html,vocabulary.html').split(',');
+const pages = option('--pages', 'index.html,heads.html,confident.html,contribution.html,vocabulary.html,lenses.html').split(',');
 const jsonOut = option('--json', null);
 const webDir = option('--web', join(root, 'web'));
 

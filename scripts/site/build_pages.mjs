@@ -28,6 +28,7 @@ export const PAGE_BUNDLES = Object.freeze({
   'app/confident.js': 'posts/confident.js',
   'app/contribution.js': 'posts/contribution.js',
   'app/vocabulary.js': 'posts/vocabulary.js',
+  'app/lenses.js': 'posts/lenses.js',
 });
 
 // The modules every bundle leaves outside itself (paths relative to web/).

@@ -1,5 +1,6 @@
-// Writes the series' set statistics: the native CLI's `profile` and `contribution` (once with
-// each head zeroed, once with it replaced by its mean output) over the fixed sentence set
+// Writes the series' set statistics: the native CLI's `profile`, `contribution` (once with
+// each head zeroed, once with it replaced by its mean output) and `lens-set` (how well each
+// lens of the attention agrees with occluding words) over the fixed sentence set
 // (web/posts/sentences.txt) and over the held-out set (web/posts/heldout.txt: sentences written
 // before any result was computed on them, kept apart so that a claim the posts make from the
 // first set can be checked on sentences that did not shape it), with one model file, the f32
@@ -11,7 +12,9 @@
 // pronoun study over web/posts/pronouns.tsv and its held-out cases, scripts/site/pronoun_study.mjs,
 // and how far the page's compact file departs from the f32 one on the same sentences:
 // attention-cli compare) and NAME.words.json (every word's measurement on the first set, which
-// the page offers as a download but never fetches by itself). A file whose inputs (model,
+// the page offers as a download but never fetches by itself), with NAME.words.lenses.json (every
+// target's faithfulness on the first set and each sentence's share sums, the lenses post's
+// download) and the files claims_check reads (extraWordFiles). A file whose inputs (model,
 // sentences, CLI) are unchanged is kept, since the contribution passes take minutes.
 // Usage (from build_site.mjs): makeSets({ modelPath, modelKey, cli, outDir })
 import { createHash } from 'node:crypto';
@@ -36,15 +39,18 @@ function runCli(cli, args) {
 
 const readSentences = (text) => text.split('\n').map((line) => line.replace(/\r$/, '')).filter((line) => line);
 
-// profile, contribution with zero- and mean-ablation over one sentence file: {part, words}, the
-// words (zero-ablation) kept apart for the download.
+// profile, contribution with zero- and mean-ablation, and lens-set over one sentence file:
+// {part, words, others}, the words (zero-ablation) kept apart for the download, and the other
+// runs' per-word (per-target) rows in `others`.
 function measureSet(cli, modelPath, file, modelKey) {
   const common = ['--model', modelPath, '--sentences', file];
   const profile = runCli(cli, ['profile', ...common]);
   const zero = runCli(cli, ['contribution', ...common]);
   const mean = runCli(cli, ['contribution', ...common, '--ablation', 'mean']);
+  const lensSet = runCli(cli, ['lens-set', ...common]);
   const { words, ...contribution } = zero.result;
   const { words: meanWords, ...contributionMean } = mean.result;
+  const { targets, per_sentence: perSentence, ...lenses } = lensSet.result;
   // Whether the two ablations name the same most consequential head for a word (the first head
   // of largest |p_removed - p_full|, as the summary chooses).
   const mostConsequential = (w) => {
@@ -56,22 +62,29 @@ function measureSet(cli, modelPath, file, modelKey) {
   };
   const same = words.filter((w, k) => mostConsequential(w) === mostConsequential(meanWords[k])).length;
   console.log(`make_sets: ${profile.result.sentences} sentences of ${file.split('/').at(-1)}, ${words.length} whole words, with ${modelKey}: `
-    + `profile ${profile.seconds.toFixed(1)} s, contribution ${zero.seconds.toFixed(1)} s, with mean-ablation ${mean.seconds.toFixed(1)} s`);
+    + `profile ${profile.seconds.toFixed(1)} s, contribution ${zero.seconds.toFixed(1)} s, with mean-ablation ${mean.seconds.toFixed(1)} s, `
+    + `lens-set (${targets.length} targets) ${lensSet.seconds.toFixed(1)} s`);
   return {
     part: {
       profile: profile.result,
       contribution: { ...contribution, words: words.length },
       contribution_mean: { ...contributionMean, words: meanWords.length, same_most_consequential: same },
-      seconds: { profile: profile.seconds, contribution: zero.seconds, contribution_mean: mean.seconds },
+      lenses: { ...lenses, targets: targets.length },
+      seconds: { profile: profile.seconds, contribution: zero.seconds, contribution_mean: mean.seconds, lenses: lensSet.seconds },
     },
     words,
-    others: { mean: meanWords },
+    others: { mean: meanWords, lenses: { targets, per_sentence: perSentence } },
   };
 }
 
 // The per-word measurements beside NAME.words.json: the held-out set's and the mean-ablation
-// runs' (tests/py/claims_check.py re-derives every summary from them; the posts never fetch them).
-export const extraWordFiles = (sha) => ({ mean: `${sha}.words.mean.json`, heldout: `${sha}.words.heldout.json`, heldoutMean: `${sha}.words.heldout.mean.json` });
+// runs', and lens-set's per-target rows and per-sentence sums on both sets
+// (tests/py/claims_check.py re-derives every summary from them; of these only the first set's
+// lenses file is offered as a download, by the lenses post).
+export const extraWordFiles = (sha) => ({
+  mean: `${sha}.words.mean.json`, heldout: `${sha}.words.heldout.json`, heldoutMean: `${sha}.words.heldout.mean.json`,
+  lenses: `${sha}.words.lenses.json`, heldoutLenses: `${sha}.words.heldout.lenses.json`,
+});
 
 // The pronoun study over one file of cases: each sentence analysed by the CLI.
 function pronounPart(cli, modelPath, text) {
@@ -84,7 +97,7 @@ function pronounPart(cli, modelPath, text) {
   return pronounStudy(cases, analyses);
 }
 
-// Returns the manifest's `sets` entry: {model, sha256, file, words, sentences}.
+// Returns the manifest's `sets` entry: {model, sha256, file, words, lens_words, sentences}.
 export function makeSets({ modelPath, modelKey, cli, outDir, pagePath = null, pageKey = null }) {
   const modelSha = sha256(readFileSync(modelPath));
   const sentencesText = readFileSync(SENTENCE_FILE, 'utf8');
@@ -101,7 +114,10 @@ export function makeSets({ modelPath, modelKey, cli, outDir, pagePath = null, pa
   mkdirSync(outDir, { recursive: true });
   const file = join(outDir, `${modelSha}.json`);
   const wordsFile = join(outDir, `${modelSha}.words.json`);
-  const entry = { model: modelKey, sha256: modelSha, file: `../sets/${modelSha}.json`, words: `../sets/${modelSha}.words.json` };
+  const entry = {
+    model: modelKey, sha256: modelSha, file: `../sets/${modelSha}.json`, words: `../sets/${modelSha}.words.json`,
+    lens_words: `../sets/${extraWordFiles(modelSha).lenses}`,
+  };
   let kept = null;
   if (existsSync(file) && existsSync(wordsFile) && Object.values(extraWordFiles(modelSha)).every((name) => existsSync(join(outDir, name)))) {
     try {
@@ -130,6 +146,8 @@ export function makeSets({ modelPath, modelKey, cli, outDir, pagePath = null, pa
     writeFileSync(join(outDir, extra.mean), JSON.stringify({ model: set.model, ablation: 'mean', sentences, words: main.others.mean }) + '\n');
     writeFileSync(join(outDir, extra.heldout), JSON.stringify({ model: set.model, ablation: 'zero', sentences: heldoutSentences, words: heldout.words }) + '\n');
     writeFileSync(join(outDir, extra.heldoutMean), JSON.stringify({ model: set.model, ablation: 'mean', sentences: heldoutSentences, words: heldout.others.mean }) + '\n');
+    writeFileSync(join(outDir, extra.lenses), JSON.stringify({ model: set.model, sentences, ...main.others.lenses }) + '\n');
+    writeFileSync(join(outDir, extra.heldoutLenses), JSON.stringify({ model: set.model, sentences: heldoutSentences, ...heldout.others.lenses }) + '\n');
   }
   // How far the file the page runs (the compact one) departs from this model over the same
   // sentences: the posts state it beside every live number.

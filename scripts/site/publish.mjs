@@ -6,7 +6,7 @@
 //   --site       also the article and the series' posts: the pages and every file they load (the
 //                manifest's site list: the pages' minified bundles in app/, the engine's modules,
 //                styles, the precomputed examples, the set statistics), the set statistics' words
-//                (a download on request) and the service worker that keeps them for reading offline
+//                and the lenses post's per-target file (downloads on request) and the service worker that keeps them for reading offline
 // The folder holds: dist/attention-widgets.js; engine/ attention_engine.js, attention_engine.wasm,
 // attention_engine.relaxed.wasm (for browsers with relaxed SIMD)
 // and the worker's modules (worker.js, errors.js, files.js, local.js, protocol.js, result.js: the
@@ -118,7 +118,9 @@ export function publish({ out, precision = false, site = false, quiet = false } 
     if (!manifest.site) throw new Error('publish: the manifest has no site list; run node scripts/site/build_site.mjs first');
     for (const { path } of manifest.site.files) add(path, 'site');
     add(SERVICE_WORKER, 'site');
-    if (manifest.sets?.words) add(new URL(manifest.sets.words, 'http://x/models/').pathname.slice(1), 'site');
+    for (const key of ['words', 'lens_words']) {
+      if (manifest.sets?.[key]) add(new URL(manifest.sets[key], 'http://x/models/').pathname.slice(1), 'site');
+    }
   }
   for (const path of EXTRA_FILES) add(path, 'debug');
   for (const path of TERMS_FILES) files.push({ path, bytes: statSync(join(root, path)).size, when: 'terms', from: join(root, path) });

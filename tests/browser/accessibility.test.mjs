@@ -110,7 +110,7 @@ describe('accessibility (axe-core, WCAG 2.1 AA)', { timeout: 600000 }, () => {
     await context.close();
   });
 
-  for (const [path, ready] of [['heads.html', '#yours'], ['confident.html', '#yours'], ['vocabulary.html', '#groups'], ['contribution.html', '#yours']]) {
+  for (const [path, ready] of [['heads.html', '#yours'], ['confident.html', '#yours'], ['vocabulary.html', '#groups'], ['contribution.html', '#yours'], ['lenses.html', '#yours']]) {
     test(`${path}`, async (t) => {
       const { page, context } = await site.open(path);
       await waitReady(page, ready, LOAD_TIMEOUT_MS);
@@ -132,7 +132,7 @@ describe('accessibility (axe-core, WCAG 2.1 AA)', { timeout: 600000 }, () => {
       small.push(...(await smallText(page)).map((x) => `index.html: ${x}`));
       await context.close();
     }
-    for (const [path, ready] of [['heads.html', '#yours'], ['confident.html', '#yours'], ['vocabulary.html', '#groups'], ['contribution.html', '#yours']]) {
+    for (const [path, ready] of [['heads.html', '#yours'], ['confident.html', '#yours'], ['vocabulary.html', '#groups'], ['contribution.html', '#yours'], ['lenses.html', '#yours']]) {
       const { page, context } = await site.open(path, { width: 390, height: 844 });
       await page.emulateMedia({ colorScheme: 'dark' });
       await waitReady(page, ready, LOAD_TIMEOUT_MS);

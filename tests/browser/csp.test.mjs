@@ -70,7 +70,8 @@ describe('a strict Content-Security-Policy', { timeout: 400000 }, () => {
   });
 
   for (const [path, selectors] of [['heads.html', ['#set-table', '#yours']], ['confident.html', ['#winners', '#yours']],
-    ['vocabulary.html', ['#groups']], ['contribution.html', ['#yours', '#survival', 'attention-prediction', 'attention-contribution']]]) {
+    ['vocabulary.html', ['#groups']], ['contribution.html', ['#yours', '#survival', 'attention-prediction', 'attention-contribution']],
+    ['lenses.html', ['#faithfulness', '#shares', '#yours']]]) {
     test(`${path} draws`, async () => {
       const { page, context, check } = await openStrict(siteUrl + path);
       for (const selector of selectors) {

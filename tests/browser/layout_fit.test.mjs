@@ -32,6 +32,7 @@ const PAGES = [
   { path: 'confident.html', ready: (page) => Promise.all(['#winners', '#yours'].map((s) => waitReady(page, s))) },
   { path: 'contribution.html', ready: (page) => Promise.all(['#survival', '#yours'].map((s) => waitReady(page, s))) },
   { path: 'vocabulary.html', ready: (page) => Promise.all(['#groups', '#playground [data-ready]'].map((s) => waitReady(page, s))) },
+  { path: 'lenses.html', ready: (page) => Promise.all(['#faithfulness', '#shares', '#yours'].map((s) => waitReady(page, s))) },
 ];
 
 let site;

@@ -147,7 +147,7 @@ describe('layout shift while the article loads', { timeout: 240000 }, () => {
 // article's: 0.05 (the posts measured 0.08-0.10 at 412 px when the box grew with its text).
 const POST_CLS = 0.05;
 describe('layout shift while a post loads', { timeout: 240000 }, () => {
-  for (const post of ['heads.html', 'confident.html', 'contribution.html', 'vocabulary.html']) {
+  for (const post of ['heads.html', 'confident.html', 'contribution.html', 'vocabulary.html', 'lenses.html']) {
     test(`${post}: CLS under ${POST_CLS} at 412 px`, async () => {
       const cls = await measure(post, 412, 823, async (page) => {
         await page.goto(site.baseUrl + post);

@@ -28,6 +28,7 @@ const PAGES = Object.freeze({
   'confident.html': (page) => waitReady(page, '#yours', LOAD_TIMEOUT_MS),
   'contribution.html': (page) => waitReady(page, '#yours', LOAD_TIMEOUT_MS),
   'vocabulary.html': (page) => waitReady(page, '#groups', LOAD_TIMEOUT_MS),
+  'lenses.html': (page) => waitReady(page, '#yours', LOAD_TIMEOUT_MS),
 });
 
 let out;

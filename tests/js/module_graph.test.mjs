@@ -56,7 +56,7 @@ test('every page preloads exactly its module graph', () => {
 });
 
 test('the article and every post start the engine first: start-engine.js is an async module script of their own, after the manifest\u2019s preload and before every other module, the first import of their entry, and needs only the engine', () => {
-  for (const page of ['index.html', 'heads.html', 'confident.html', 'contribution.html', 'vocabulary.html']) {
+  for (const page of ['index.html', 'heads.html', 'confident.html', 'contribution.html', 'vocabulary.html', 'lenses.html']) {
     const html = readFileSync(join(WEB, page), 'utf8');
     const [early, entry, ...others] = pageEntries(html);
     assert.equal(early, 'start-engine.js', `${page}: its first module script is ${early}`);

@@ -16,7 +16,13 @@ or JS:
   position kept too, with each word's position class found again from the independent
   tokenizer) and their permutation p-values by shuffles of its own;
 * the pronoun study's baselines and per-head counts (both case files): from the cases and the
-  float64 attention.
+  float64 attention;
+* the lenses post (attention-cli lens-set, both sets): every mean rank correlation, undefined
+  count, paired difference, share and mixing ratio, and their intervals, from the per-target and
+  per-sentence files with resamples and percentiles of its own; which words are targets and how
+  many rows each sentence has, from the independent tokenizer; and, for three sentences of each
+  set, every target's correlations and each sentence's share sums from the float64 lenses
+  (scripts/reference/lenses_reference.py, written from the definitions, not from the C++).
 
 It prints each claim's numbers on both sets and exits non-zero on a mismatch. Run after the site
 build: scripts/test.sh does (python3 tests/py/claims_check.py).
@@ -38,7 +44,7 @@ from helpers import ROOT  # noqa: E402
 from test_sentence_set import SentenceSetTest, head_counts, interval, reference_words, resamples, summarize_words  # noqa: E402
 
 from scripts.model import modelfile  # noqa: E402
-from scripts.reference import reference_bert  # noqa: E402
+from scripts.reference import lenses_reference, reference_bert  # noqa: E402
 
 # Counts from float64 against the f32 engine: a near-tie between two heads' ratios can fall the
 # other way, so a count may differ by this many words (each difference is printed).
@@ -48,6 +54,16 @@ STATISTIC_TOLERANCE = 1e-6
 # Our shuffles against the build's (both Monte Carlo, 10,000 draws each): p-values agree within this.
 P_TOLERANCE = 0.02
 SHUFFLES = 10000
+# The lenses post's numbers re-derived from the printed per-target and per-sentence values (9 and
+# 12 significant digits): intervals from the same resamples agree to rounding.
+LENS_STATISTIC_TOLERANCE = 1e-6
+# The float32 engine against the float64 lenses: each rank correlation (the parity bar of
+# tests/py/test_lenses.py) and each sentence's share sums (a sum over its rows of shares, each
+# within 1e-5).
+RHO_TOLERANCE = 1e-3
+SHARE_SUM_TOLERANCE = 1e-4
+# Sentences of each set whose targets are re-derived with the float64 lenses.
+LENS_SENTENCES = 3
 
 failures = []
 
@@ -66,7 +82,8 @@ def load_set():
     words = {"set zero": read(f"{sha}.words.json")["words"], "set mean": read(f"{sha}.words.mean.json")["words"],
              "held-out zero": read(f"{sha}.words.heldout.json")["words"],
              "held-out mean": read(f"{sha}.words.heldout.mean.json")["words"]}
-    return read(f"{sha}.json"), words
+    lens_words = {"set": read(f"{sha}.words.lenses.json"), "held-out": read(f"{sha}.words.heldout.lenses.json")}
+    return read(f"{sha}.json"), words, lens_words
 
 
 class Reference:
@@ -279,8 +296,155 @@ def check_pronouns(name, study, path, ref):
           f"{among[best]} (first picks {first_picks[best]})")
 
 
+def check_lenses(name, part, words, sentences, ref):
+    """The lenses post's numbers (attention-cli lens-set) on one set, re-derived."""
+    summary = part["summary"]
+    names = part["lenses"]
+    L = part["layers"]
+    K = len(names)
+    targets = words["targets"]
+    per_sentence = words["per_sentence"]
+    check(len(per_sentence) == len(sentences), f"{name}: lens-set has {len(per_sentence)} sentences against {len(sentences)}")
+    # Which words are targets (every whole word) and how many ordinary-token rows a sentence has,
+    # from the independent tokenizer.
+    expected_targets = []
+    for s, text in enumerate(sentences):
+        ids, roles, word_of = ref.tokens(text)
+        whole = [i for i in range(len(ids)) if roles[i] == "ordinary" and word_of.count(word_of[i]) == 1]
+        expected_targets += [(s, i, ids[i]) for i in whole]
+        rows = sum(r == "ordinary" for r in roles)
+        check(per_sentence[s]["rows"] == rows, f"{name}: sentence {s} has {per_sentence[s]['rows']} ordinary rows against {rows}")
+    got_targets = [(t["sentence"], t["token"], t["id"]) for t in targets]
+    check(got_targets == expected_targets, f"{name}: the targets differ from the whole words ({len(got_targets)} against {len(expected_targets)})")
+    check(summary["targets"] == len(targets), f"{name}: {summary['targets']} targets against {len(targets)}")
+    # Per-target matrices: rho (targets, K) with NaN where undefined; each sentence's sums.
+    rho = np.array([[math.nan if r is None else r for r in t["rho"]] for t in targets])
+    sentence_of = np.array([t["sentence"] for t in targets])
+    S = len(per_sentence)
+    defined = ~np.isnan(rho)
+    rho0 = np.where(defined, rho, 0.0)
+    rho_sum = np.zeros((S, K))
+    rho_count = np.zeros((S, K))
+    np.add.at(rho_sum, sentence_of, rho0)
+    np.add.at(rho_count, sentence_of, defined)
+    pairs = [(a, b) for a in range(K) for b in range(a + 1, K)]
+    both = np.stack([defined[:, a] & defined[:, b] for a, b in pairs], axis=1)
+    diff0 = np.stack([np.where(both[:, p], rho0[:, a] - rho0[:, b], 0.0) for p, (a, b) in enumerate(pairs)], axis=1)
+    diff_sum = np.zeros((S, len(pairs)))
+    diff_count = np.zeros((S, len(pairs)))
+    np.add.at(diff_sum, sentence_of, diff0)
+    np.add.at(diff_count, sentence_of, both)
+    readings, categories = part["readings"], part["categories"]
+    share_sum = np.array([[[ps["shares"][r][c] for c in categories] for r in readings] for ps in per_sentence])  # (S, R, C, L)
+    mixing_sum = np.array([ps["mixing_ratio"] for ps in per_sentence])  # (S, L)
+    rows = np.array([ps["rows"] for ps in per_sentence], dtype=float)
+    check(summary["rows"] == int(rows.sum()), f"{name}: {summary['rows']} rows against {int(rows.sum())}")
+
+    def statistics(weights):
+        """Every statistic for one draw, weights[s] = how often sentence s is drawn."""
+        n = weights @ rho_count
+        means = np.where(n > 0, (weights @ rho_sum) / np.where(n > 0, n, 1), math.nan)
+        dn = weights @ diff_count
+        diffs = np.where(dn > 0, (weights @ diff_sum) / np.where(dn > 0, dn, 1), math.nan)
+        r = weights @ rows
+        shares = np.tensordot(weights, share_sum, axes=1) / r
+        mixing = (weights @ mixing_sum) / r
+        return means, diffs, shares, mixing
+
+    means, diffs, shares, mixing = statistics(np.ones(S))
+    boot = part["bootstrap"]
+    draws = resamples(S, boot["resamples"], boot["seed"])
+    resampled = [statistics(np.bincount(np.array(d), minlength=S).astype(float)) for d in draws]
+    level = boot["level"]
+
+    def compare(label, estimate, value, values):
+        low, high = interval(values, level)
+        ok = (abs(estimate["value"] - value) < LENS_STATISTIC_TOLERANCE and abs(estimate["low"] - low) < LENS_STATISTIC_TOLERANCE
+              and abs(estimate["high"] - high) < LENS_STATISTIC_TOLERANCE)
+        check(ok, f"{name}: {label} {estimate} against {value} [{low}, {high}]")
+
+    best_counts = np.zeros(K)
+    for m, _, _, _ in resampled:
+        best_counts[int(np.argmax(np.where(np.isnan(m[:K - 1]), -np.inf, m[:K - 1])))] += 1
+    for k, lens in enumerate(names):
+        got = summary["faithfulness"][lens]
+        check(got["defined"] == int(defined[:, k].sum()) and got["undefined"] == int((~defined[:, k]).sum()),
+              f"{name}: {lens} defined/undefined {got['defined']}/{got['undefined']} against {int(defined[:, k].sum())}/{int((~defined[:, k]).sum())}")
+        compare(f"{lens} mean rho", got["mean_rho"], means[k], [m[k] for m, _, _, _ in resampled])
+        if k < K - 1:
+            check(abs(got["best_share"] - best_counts[k] / len(draws)) < 1e-6, f"{name}: {lens} best in {got['best_share']} of resamples against {best_counts[k] / len(draws)}")
+    best = names[int(np.nanargmax(means[:K - 1]))]
+    check(summary["best"] == best, f"{name}: best lens {summary['best']} against {best}")
+    for p, (a, b) in enumerate(pairs):
+        got = next(d for d in summary["differences"] if d["a"] == names[a] and d["b"] == names[b])
+        check(got["targets"] == int(both[:, p].sum()), f"{name}: {names[a]} - {names[b]} over {got['targets']} targets against {int(both[:, p].sum())}")
+        compare(f"{names[a]} - {names[b]}", got["mean"], diffs[p], [d[p] for _, d, _, _ in resampled])
+    for r, reading in enumerate(readings):
+        for c, category in enumerate(categories):
+            for layer in range(L):
+                compare(f"{reading} {category} share, layer {layer + 1}", summary["shares"][reading][category][layer], shares[r, c, layer],
+                        [x[r, c, layer] for _, _, x, _ in resampled])
+                if r > 0:
+                    compare(f"{reading} - attention {category} share, layer {layer + 1}", summary["share_minus_attention"][reading][category][layer],
+                            shares[r, c, layer] - shares[0, c, layer], [x[r, c, layer] - x[0, c, layer] for _, _, x, _ in resampled])
+    for layer in range(L):
+        compare(f"mixing ratio, layer {layer + 1}", summary["mixing_ratio"][layer], mixing[layer], [x[layer] for _, _, _, x in resampled])
+
+    # The first sentences again with the float64 lenses: every target's correlations, and the
+    # share sums.
+    worst_rho = worst_share = 0.0
+    checked = 0
+    for s in range(min(LENS_SENTENCES, S)):
+        ids, roles, _ = ref.tokens(sentences[s])
+        plain = lenses_reference.lenses(ref.config, ref.weights, ids, flow_rows=[])
+        n = len(ids)
+        mean_attention = plain["attention"].mean(axis=1)  # (L, n, n)
+        for layer in range(L):
+            rows_of = {"attention": mean_attention[layer], "weighted_layer": plain["weighted_layer"][layer], "alti": plain["alti"][layer]}
+            mix = 0.0
+            sums = {(r, c): 0.0 for r in readings for c in categories}
+            for i in range(n):
+                if roles[i] != "ordinary":
+                    continue
+                mix += plain["mixing_ratio"][layer][i]
+                for reading in readings:
+                    row = rows_of[reading][i]
+                    total = row.sum()
+                    if total <= 0:
+                        continue
+                    sums[(reading, "cls")] += sum(row[j] for j in range(n) if roles[j] == "cls") / total
+                    sums[(reading, "sep")] += sum(row[j] for j in range(n) if roles[j] == "sep") / total
+                    sums[(reading, "punctuation")] += sum(row[j] for j in range(n) if roles[j] == "punctuation") / total
+                    sums[(reading, "self")] += row[i] / total
+            worst_share = max(worst_share, abs(per_sentence[s]["mixing_ratio"][layer] - mix),
+                              *(abs(per_sentence[s]["shares"][r][c][layer] - v) for (r, c), v in sums.items()))
+        for t in (t for t in targets if t["sentence"] == s):
+            masked = list(ids)
+            masked[t["token"]] = lenses_reference.MASK_ID
+            out = lenses_reference.lenses(ref.config, ref.weights, masked, target=t["token"], flow_rows=[t["token"]])
+            occluded = [j for j in range(n) if not math.isnan(out["occlusion"][j])]
+            distance = lenses_reference.spearman(out["occlusion"][occluded], [-abs(j - t["token"]) for j in occluded])
+            mine = [out["faithfulness"][lens] for lens in names[:K - 1]] + [distance]
+            check(out["target_top1"] == t["top1"], f"{name}: sentence {s} token {t['token']}: top guess {t['top1']} against {out['target_top1']}")
+            for lens, a, b in zip(names, t["rho"], mine):
+                if a is None or b is None:
+                    check(a is None and b is None, f"{name}: sentence {s} token {t['token']} {lens}: rho {a} against {b}")
+                    continue
+                worst_rho = max(worst_rho, abs(a - b))
+                check(abs(a - b) <= RHO_TOLERANCE, f"{name}: sentence {s} token {t['token']} {lens}: rho {a} against {b}")
+            checked += 1
+    check(worst_share <= SHARE_SUM_TOLERANCE, f"{name}: share sums differ from the float64 lenses by {worst_share:.2e}")
+    order = sorted(range(K - 1), key=lambda k: -means[k])
+    print(f"  {name} lenses: {len(targets)} targets; mean rho " + ", ".join(f"{names[k]} {means[k]:.4f}" for k in order)
+          + f"; {names[K - 1]} {means[K - 1]:.4f}; best {best}; [SEP] share by layer, weights "
+          + " ".join(f"{100 * shares[0, categories.index('sep'), l]:.1f}%" for l in range(L)) + ", weight x size "
+          + " ".join(f"{100 * shares[1, categories.index('sep'), l]:.1f}%" for l in range(L)) + "; mixing "
+          + " ".join(f"{100 * mixing[l]:.1f}%" for l in range(L))
+          + f"; float64 lenses on {checked} targets of {min(LENS_SENTENCES, S)} sentences: rho within {worst_rho:.1e}, share sums within {worst_share:.1e}")
+
+
 def main():
-    set_file, words = load_set()
+    set_file, words, lens_words = load_set()
     ref = Reference()
     rng = np.random.default_rng(56)
     print("claims_check: the series' set claims re-derived on both sets")
@@ -299,6 +463,8 @@ def main():
         print(f"  {where}: the most consequential head is the same under zero- and mean-ablation for {same} of {len(zero['most_consequential'])} words")
     check_pronouns("pronouns", set_file["pronouns"], os.path.join(ROOT, "web", "posts", "pronouns.tsv"), ref)
     check_pronouns("held-out pronouns", set_file["heldout"]["pronouns"], os.path.join(ROOT, "web", "posts", "pronouns_heldout.tsv"), ref)
+    check_lenses("set", set_file["lenses"], lens_words["set"], set_file["sentences"], ref)
+    check_lenses("held-out", set_file["heldout"]["lenses"], lens_words["held-out"], set_file["heldout"]["sentences"], ref)
     if failures:
         print(f"claims_check: {len(failures)} mismatches")
         return 1

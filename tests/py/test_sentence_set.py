@@ -1,9 +1,10 @@
-"""`attention-cli profile` and `attention-cli contribution` (the series' set statistics) against
+"""`attention-cli profile`, `contribution` and `lens-set` (the series' set statistics) against
 independent code: the float64 reference BERT (scripts/reference/reference_bert.py) with its own
 masked-LM head written out here, the independent tokenizer (tests/py/bert_reference.py) for
 words, pieces and punctuation, and every summary statistic, bootstrap interval, label
 stability and permutation p-value re-derived here from the per-word and per-sentence numbers
-the CLI prints. The generator is re-implemented from splitmix64's definition, so the resamples
+the CLI prints; lens-set's per-target rank correlations against the float64 lenses
+(scripts/reference/lenses_reference.py). The generator is re-implemented from splitmix64's definition, so the resamples
 are the same draws and the intervals must agree to rounding.
 
 Needs the native build (scripts/build.sh native) and fails without it (ATTN_ALLOW_SKIP=1 skips)."""
@@ -22,7 +23,7 @@ import torch
 from bert_reference import BertReference, basic_tokenize, is_punctuation
 from helpers import ROOT, requires_input, small_model
 from scripts.model import modelfile
-from scripts.reference import reference_bert
+from scripts.reference import lenses_reference, reference_bert
 
 CLI = os.environ.get("ATTN_CLI", os.path.join(ROOT, "build", "native", "attention-cli"))
 # The fp32 bars (docs/ARCHITECTURE.md, "Fidelity bars"): a float32 engine against float64.
@@ -33,6 +34,8 @@ PROBABILITY_TOLERANCE = 1e-5
 LOG_PROBABILITY_TOLERANCE = 1e-4
 # Statistics re-derived from the printed numbers: only the JSON's rounding differs.
 STATISTIC_TOLERANCE = 1e-7
+# lens-set's rank correlations against the float64 lenses (tests/py/test_lenses.py's bar).
+RHO_TOLERANCE = 1e-3
 MASK_ID = 103
 RESAMPLES = 200
 PERMUTATIONS = 500
@@ -229,6 +232,7 @@ class SentenceSetTest(unittest.TestCase):
                   "--resamples", str(RESAMPLES)]
         cls.profile = cls.run_cli(["profile", *common, "--per-sentence"])
         cls.contribution = cls.run_cli(["contribution", *common, "--permutations", str(PERMUTATIONS)])
+        cls.lens_set = cls.run_cli(["lens-set", *common])
 
     @classmethod
     def tearDownClass(cls):
@@ -415,7 +419,7 @@ class SentenceSetTest(unittest.TestCase):
         empty = os.path.join(self.tmp, "empty.txt")
         with open(empty, "w") as f:
             f.write("\n\n")
-        for command in ("profile", "contribution"):
+        for command in ("profile", "contribution", "lens-set"):
             result = subprocess.run([CLI, command, "--model", self.model_path, "--sentences", empty, "--json"],
                                     capture_output=True, text=True, timeout=60)
             self.assertEqual(result.returncode, 1)
@@ -440,6 +444,57 @@ class SentenceSetTest(unittest.TestCase):
         result = subprocess.run([CLI, "contribution", *common, "--threads", "0"], capture_output=True, text=True, timeout=60)
         self.assertEqual(result.returncode, 2)
         self.assertIn("--threads needs a whole number from 1 to 64", result.stderr)
+
+    def test_lens_set_targets_match_the_float64_lenses(self):
+        # Every whole word is a target; its five lenses' rank correlations with occlusion and the
+        # position-only baseline's, from the float64 lenses; the summary's means and undefined
+        # counts from the targets. "Rain." leaves one token to hide: every rho is undefined.
+        out = self.lens_set
+        names = out["lenses"]
+        targets = out["targets"]
+        want = []
+        for s, text in enumerate(SENTENCES):
+            words = reference_words(self.tokenizer, text)
+            ids = [reference_bert.CLS_ID] + [i for pieces, _ in words for i in pieces] + [reference_bert.SEP_ID]
+            position = 1
+            for pieces, punct in words:
+                if len(pieces) == 1 and not punct:
+                    want.append((s, position, ids))
+                position += len(pieces)
+        self.assertEqual([(t["sentence"], t["token"]) for t in targets], [(s, t) for s, t, _ in want])
+        worst = 0.0
+        undefined = [0] * len(names)
+        for t, (s, token, ids) in zip(targets, want):
+            masked = list(ids)
+            masked[token] = MASK_ID
+            ref = lenses_reference.lenses(self.config, self.weights, masked, target=token, flow_rows=[token])
+            occluded = [j for j in range(len(ids)) if not math.isnan(ref["occlusion"][j])]
+            self.assertEqual(t["positions"], len(occluded))
+            self.assertEqual(t["top1"], ref["target_top1"])
+            mine = [ref["faithfulness"][name] for name in names[:-1]]
+            mine.append(lenses_reference.spearman(ref["occlusion"][occluded], [-abs(j - token) for j in occluded]))
+            for k, (got, expected) in enumerate(zip(t["rho"], mine)):
+                if expected is None:
+                    self.assertIsNone(got, f"sentence {s + 1}, token {token}, {names[k]}")
+                    undefined[k] += 1
+                    continue
+                self.assertIsNotNone(got, f"sentence {s + 1}, token {token}, {names[k]}")
+                worst = max(worst, abs(got - expected))
+        self.assertGreater(min(undefined), 0, "no undefined correlation: \"Rain.\" should give one")
+        summary = out["summary"]
+        for k, name in enumerate(names):
+            rhos = [t["rho"][k] for t in targets if t["rho"][k] is not None]
+            self.assertEqual(summary["faithfulness"][name]["undefined"], undefined[k], name)
+            self.assertEqual(summary["faithfulness"][name]["defined"], len(rhos), name)
+            self.assertAlmostEqual(summary["faithfulness"][name]["mean_rho"]["value"], sum(rhos) / len(rhos), places=7)
+        print(f"\n  lens-set: {len(targets)} targets' rank correlations within {worst:.1e} of the float64 lenses; "
+              f"undefined {undefined}", end="")
+        self.assertLessEqual(worst, RHO_TOLERANCE)
+
+    def test_lens_set_is_the_same_on_any_number_of_threads(self):
+        common = ["--model", self.model_path, "--sentences", self.sentences_path, "--json", "--resamples", str(RESAMPLES)]
+        for threads in ("1", str(len(SENTENCES) + 2)):
+            self.assertEqual(self.run_cli(["lens-set", *common, "--threads", threads]), self.lens_set, f"--threads {threads} changed the result")
 
 
 if __name__ == "__main__":

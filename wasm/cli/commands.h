@@ -18,6 +18,8 @@ int RunInfo(int argc, char** argv);
 int RunProfile(int argc, char** argv);
 // attention-cli contribution --model FILE --sentences FILE --json (set_commands.cc)
 int RunContribution(int argc, char** argv);
+// attention-cli lens-set --model FILE --sentences FILE --json (set_commands.cc)
+int RunLensSet(int argc, char** argv);
 
 // attention-cli lenses --model FILE [--target POS] [--json] TEXT (lenses_command.cc)
 int RunLenses(int argc, char** argv);

@@ -17,6 +17,7 @@ void PrintUsage(FILE* out) {
                "  attention-cli info --model FILE [--json]\n"
                "  attention-cli profile --model FILE --sentences FILE --json [--per-sentence]\n"
                "  attention-cli contribution --model FILE --sentences FILE --json\n"
+               "  attention-cli lens-set --model FILE --sentences FILE --json\n"
                "  attention-cli lenses --model FILE [--mask POS] [--target POS] [--flow-rows all|POS] [--json] TEXT|-\n"
                "TEXT '-' reads standard input.\n");
 }
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(command, "info") == 0) return attn::cli::RunInfo(argc - 2, argv + 2);
   if (std::strcmp(command, "profile") == 0) return attn::cli::RunProfile(argc - 2, argv + 2);
   if (std::strcmp(command, "contribution") == 0) return attn::cli::RunContribution(argc - 2, argv + 2);
+  if (std::strcmp(command, "lens-set") == 0) return attn::cli::RunLensSet(argc - 2, argv + 2);
   if (std::strcmp(command, "lenses") == 0) return attn::cli::RunLenses(argc - 2, argv + 2);
   std::fprintf(stderr, "attention-cli: unknown command '%s'.\n", command);
   PrintUsage(stderr);

@@ -1,7 +1,7 @@
-// attention-cli profile and attention-cli contribution: the core's statistics over a sentence
-// set (core/sentence_set.h), as one JSON object on standard output. These are the numbers the
-// series' posts show; scripts/site/build_site.mjs runs both on the f32 model when it builds the
-// site. docs/ARCHITECTURE.md ("Set statistics") gives the JSON field by field.
+// attention-cli profile, contribution and lens-set: the core's statistics over a sentence set
+// (core/sentence_set.h), as one JSON object on standard output. These are the numbers the
+// series' posts show; scripts/site/make_sets.mjs runs them on the f32 model when the site is
+// built. docs/ARCHITECTURE.md ("Set statistics") gives the JSON field by field.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -28,7 +28,7 @@ struct SetOptions {
   bool json = false, per_sentence = false, progress = false;
   stats::BootstrapOptions bootstrap;
   int32_t permutations = 10000;
-  int32_t threads = 0;  // contribution: 0 = one per core (at most 8)
+  int32_t threads = 0;  // contribution, lens-set: 0 = one per core (at most 8)
   bool mean_ablation = false;  // contribution --ablation mean
 };
 
@@ -189,18 +189,30 @@ constexpr const char* kContributionUsage =
     "  output over every token of these sentences. The sentences are measured on N threads\n"
     "  (default one per core, at most 8; the result does not depend on N).\n";
 
-// MeasureContributions on several threads: each thread takes the next sentence not yet taken
-// and measures it on its own copy of the model (an analysis keeps its work space in the model
-// it runs on, so a copy serves one thread); the words are joined in sentence order. Each
-// sentence is measured alone, so the words are the ones one thread gives, value for value. The
-// first failing sentence's status is the result (it names that sentence).
-Status MeasureOnThreads(const SetOptions& options, LoadedModel& model, const std::vector<std::string>& sentences,
-                        const std::vector<float>& replacements, std::vector<WordContribution>* words,
-                        const std::function<void(size_t, size_t)>& progress) {
+constexpr const char* kLensSetUsage =
+    "usage: attention-cli lens-set --model FILE [--shards DIR|FILE] --sentences FILE --json\n"
+    "                              [--resamples B] [--seed S] [--threads N] [--progress]\n"
+    "  Every whole word of every sentence as the masked target: occlusion of every other token,\n"
+    "  and Spearman's rho between it and the target's row of each lens (last-layer head-mean\n"
+    "  attention, rollout, flow, ALTI rollout, last-layer weighted_layer) and of the distance\n"
+    "  baseline; per layer, the share of ordinary tokens' rows on [CLS], [SEP], punctuation and\n"
+    "  the token itself under attention, weighted_layer and ALTI, and the context-mixing ratio.\n"
+    "  Means with cluster-bootstrap intervals over sentences (B resamples, default 1000) and\n"
+    "  paired differences between lenses. N threads (default one per core, at most 8; the\n"
+    "  result does not depend on N).\n";
+
+// Measures every sentence on several threads: each thread takes the next sentence not yet
+// taken and measures it (measure(model, s, &results[s])) on its own copy of the model (an
+// analysis keeps its work space in the model it runs on, so a copy serves one thread). Each
+// sentence is measured alone, so the results are the ones one thread gives, value for value.
+// The first failing sentence's status is the result (it names that sentence).
+template <typename Result>
+Status MeasureOnThreads(const SetOptions& options, LoadedModel& model, size_t sentences,
+                        const std::function<Status(LoadedModel&, size_t, Result*)>& measure,
+                        std::vector<Result>* results, const std::function<void(size_t, size_t)>& progress) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const size_t threads = std::min<size_t>(options.threads > 0 ? static_cast<size_t>(options.threads) : std::min(cores, 8u),
-                                          sentences.size());
-  if (threads <= 1) return MeasureContributions(model, sentences, words, progress, 0, replacements);
+  const size_t threads = std::max<size_t>(1, std::min<size_t>(
+      options.threads > 0 ? static_cast<size_t>(options.threads) : std::min(cores, 8u), sentences));
   std::vector<std::unique_ptr<LoadedModel>> copies(threads);
   for (size_t t = 1; t < threads; ++t) {
     Status status = LoadedModel::FromFile(options.model_path, &copies[t]);
@@ -209,26 +221,45 @@ Status MeasureOnThreads(const SetOptions& options, LoadedModel& model, const std
   }
   std::mutex lock;
   std::atomic<size_t> next{0}, done{0};
-  std::vector<std::vector<WordContribution>> per_sentence(sentences.size());
-  std::vector<Status> statuses(sentences.size(), Status::Ok());
+  std::atomic<bool> failed{false};  // no new sentence is taken after a failure
+  results->assign(sentences, Result());
+  std::vector<Status> statuses(sentences, Status::Ok());
+  const auto work = [&](size_t t) {
+    LoadedModel& mine = t == 0 ? model : *copies[t];
+    for (size_t s = next++; s < sentences && !failed; s = next++) {
+      statuses[s] = measure(mine, s, &(*results)[s]);
+      if (!statuses[s].ok()) failed = true;
+      const size_t d = ++done;
+      if (!progress) continue;
+      std::lock_guard<std::mutex> guard(lock);
+      progress(d, sentences);
+    }
+  };
   std::vector<std::thread> pool;
-  for (size_t t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      LoadedModel& mine = t == 0 ? model : *copies[t];
-      for (size_t s = next++; s < sentences.size(); s = next++) {
-        statuses[s] = MeasureContributions(mine, {sentences[s]}, &per_sentence[s], {}, s, replacements);
-        const size_t d = ++done;
-        if (!progress) continue;
-        std::lock_guard<std::mutex> guard(lock);
-        progress(d, sentences.size());
-      }
-    });
-  }
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  work(0);
   for (std::thread& thread : pool) thread.join();
+  for (const Status& status : statuses) {
+    if (!status.ok()) return status;
+  }
+  return Status::Ok();
+}
+
+// MeasureContributions over the sentences on several threads, the words joined in sentence order.
+Status MeasureContributionsOnThreads(const SetOptions& options, LoadedModel& model,
+                                     const std::vector<std::string>& sentences, const std::vector<float>& replacements,
+                                     std::vector<WordContribution>* words,
+                                     const std::function<void(size_t, size_t)>& progress) {
+  std::vector<std::vector<WordContribution>> per_sentence;
+  const std::function<Status(LoadedModel&, size_t, std::vector<WordContribution>*)> measure =
+      [&](LoadedModel& mine, size_t s, std::vector<WordContribution>* out) {
+        return MeasureContributions(mine, {sentences[s]}, out, {}, s, replacements);
+      };
+  Status status = MeasureOnThreads(options, model, sentences.size(), measure, &per_sentence, progress);
+  if (!status.ok()) return status;
   words->clear();
-  for (size_t s = 0; s < sentences.size(); ++s) {
-    if (!statuses[s].ok()) return statuses[s];
-    words->insert(words->end(), std::make_move_iterator(per_sentence[s].begin()), std::make_move_iterator(per_sentence[s].end()));
+  for (auto& sentence : per_sentence) {
+    words->insert(words->end(), std::make_move_iterator(sentence.begin()), std::make_move_iterator(sentence.end()));
   }
   return Status::Ok();
 }
@@ -360,7 +391,8 @@ int RunContribution(int argc, char** argv) {
   Status status = options.mean_ablation ? MeanHeadContexts(*model, sentences, &replacements, &mean_tokens) : Status::Ok();
   std::vector<WordContribution> words;
   if (status.ok()) {
-    status = MeasureOnThreads(options, *model, sentences, replacements, &words, ProgressLine("contribution", options.progress));
+    status = MeasureContributionsOnThreads(options, *model, sentences, replacements, &words,
+                                           ProgressLine("contribution", options.progress));
   }
   if (!status.ok()) {
     std::fprintf(stderr, "attention-cli contribution: %s\n", Printable(status.message()).c_str());
@@ -461,6 +493,136 @@ int RunContribution(int argc, char** argv) {
                  static_cast<long long>(h.most_attending), static_cast<long long>(h.most_consequential));
   }
   std::fputs("]}}\n", out);
+  return std::fflush(out) == 0 ? 0 : 1;
+}
+
+int RunLensSet(int argc, char** argv) {
+  SetOptions options;
+  if (int code = ParseSetOptions("lens-set", kLensSetUsage, argc, argv, &options)) return code;
+  std::unique_ptr<LoadedModel> model;
+  std::vector<std::string> sentences;
+  if (!LoadInputs("lens-set", options, &model, &sentences)) return 1;
+  struct Measured {
+    std::vector<TargetFaithfulness> targets;
+    std::vector<SentenceLensSums> sums;
+  };
+  std::vector<Measured> measured;
+  const std::function<Status(LoadedModel&, size_t, Measured*)> measure = [&](LoadedModel& mine, size_t s, Measured* out) {
+    return MeasureLensFaithfulness(mine, {sentences[s]}, &out->targets, &out->sums, {}, s);
+  };
+  Status status = MeasureOnThreads(options, *model, sentences.size(), measure, &measured, ProgressLine("lens-set", options.progress));
+  if (!status.ok()) {
+    std::fprintf(stderr, "attention-cli lens-set: %s\n", Printable(status.message()).c_str());
+    return 1;
+  }
+  std::vector<TargetFaithfulness> targets;
+  std::vector<SentenceLensSums> sums;
+  for (Measured& m : measured) {
+    targets.insert(targets.end(), std::make_move_iterator(m.targets.begin()), std::make_move_iterator(m.targets.end()));
+    sums.insert(sums.end(), m.sums.begin(), m.sums.end());
+  }
+  const int32_t layers = static_cast<int32_t>(model->model().config().num_hidden_layers);
+  const LensSetSummary summary = SummarizeLensFaithfulness(targets, sums, layers, options.bootstrap);
+
+  FILE* out = stdout;
+  const auto write_names = [out](const char* key, int count, const char* (*name)(int)) {
+    std::fprintf(out, ",\"%s\":[", key);
+    for (int k = 0; k < count; ++k) {
+      if (k) std::fputc(',', out);
+      WriteJsonString(out, name(k));
+    }
+    std::fputc(']', out);
+  };
+  const auto write_list = [out](const std::vector<double>& values, size_t from, size_t count, int digits) {
+    std::fputc('[', out);
+    for (size_t k = 0; k < count; ++k) {
+      if (k) std::fputc(',', out);
+      WriteJsonNumber(out, values[from + k], digits);
+    }
+    std::fputc(']', out);
+  };
+  const auto write_estimates = [out](const std::vector<Estimate>& values, size_t from, size_t count) {
+    std::fputc('[', out);
+    for (size_t k = 0; k < count; ++k) {
+      if (k) std::fputc(',', out);
+      WriteEstimate(out, values[from + k]);
+    }
+    std::fputc(']', out);
+  };
+  // {"attention": {"cls": [L], ...}, ...} from (readings, categories, L) values, readings from `first`.
+  const auto write_readings = [&](int first, const auto& write_layers) {
+    std::fputc('{', out);
+    for (int r = first; r < kShareReadings; ++r) {
+      std::fprintf(out, "%s\"%s\":{", r > first ? "," : "", ShareReadingName(r));
+      for (int c = 0; c < kShareCategories; ++c) {
+        std::fprintf(out, "%s\"%s\":", c ? "," : "", ShareCategoryName(c));
+        write_layers(static_cast<size_t>((r - first) * kShareCategories + c) * static_cast<size_t>(layers));
+      }
+      std::fputc('}', out);
+    }
+    std::fputc('}', out);
+  };
+  const size_t L = static_cast<size_t>(layers);
+
+  std::fputs("{\"model\":", out);
+  WriteJsonModel(out, model->model());
+  std::fprintf(out, ",\"sentences\":%zu,\"layers\":%d,\"bootstrap\":", sentences.size(), layers);
+  WriteBootstrap(out, options.bootstrap);
+  write_names("lenses", kSetLenses, SetLensName);
+  write_names("readings", kShareReadings, ShareReadingName);
+  write_names("categories", kShareCategories, ShareCategoryName);
+  std::fputs(",\"targets\":[", out);
+  for (size_t w = 0; w < targets.size(); ++w) {
+    const TargetFaithfulness& x = targets[w];
+    std::fprintf(out, "%s{\"sentence\":%d,\"token\":%d,\"word\":", w ? "," : "", x.sentence, x.token);
+    WriteJsonString(out, x.word);
+    std::fprintf(out, ",\"id\":%d,\"top1\":%d,\"logprob\":", x.id, x.top1);
+    WriteJsonNumber(out, x.logprob, 9);
+    std::fprintf(out, ",\"positions\":%d,\"rho\":", x.positions);
+    write_list(std::vector<double>(std::begin(x.rho), std::end(x.rho)), 0, kSetLenses, 9);
+    std::fputs(",\"occlusion\":", out);
+    write_list(x.occlusion, 0, x.occlusion.size(), 9);
+    std::fputc('}', out);
+  }
+  std::fputs("],\"per_sentence\":[", out);
+  for (size_t s = 0; s < sums.size(); ++s) {
+    std::fprintf(out, "%s{\"rows\":%d,\"shares\":", s ? "," : "", sums[s].rows);
+    write_readings(0, [&](size_t at) { write_list(sums[s].shares, at, L, 12); });
+    std::fputs(",\"mixing_ratio\":", out);
+    write_list(sums[s].mixing_ratio, 0, L, 12);
+    std::fputc('}', out);
+  }
+  const LensSetSummary& m = summary;
+  std::fprintf(out, "],\"summary\":{\"targets\":%lld,\"rows\":%lld,\"best\":", static_cast<long long>(m.targets),
+               static_cast<long long>(m.rows));
+  WriteJsonString(out, SetLensName(m.best));
+  std::fputs(",\"faithfulness\":{", out);
+  for (int k = 0; k < kSetLenses; ++k) {
+    std::fprintf(out, "%s\"%s\":{\"defined\":%lld,\"undefined\":%lld,\"mean_rho\":", k ? "," : "", SetLensName(k),
+                 static_cast<long long>(m.lenses[k].defined), static_cast<long long>(m.lenses[k].undefined));
+    WriteEstimate(out, m.lenses[k].mean_rho);
+    std::fputs(",\"best_share\":", out);
+    WriteJsonStatistic(out, m.lenses[k].best_share);
+    std::fputc('}', out);
+  }
+  std::fputs("},\"differences\":[", out);
+  for (size_t p = 0; p < m.differences.size(); ++p) {
+    const LensSetSummary::Difference& d = m.differences[p];
+    std::fprintf(out, "%s{\"a\":", p ? "," : "");
+    WriteJsonString(out, SetLensName(d.a));
+    std::fputs(",\"b\":", out);
+    WriteJsonString(out, SetLensName(d.b));
+    std::fprintf(out, ",\"targets\":%lld,\"mean\":", static_cast<long long>(d.targets));
+    WriteEstimate(out, d.mean);
+    std::fputc('}', out);
+  }
+  std::fputs("],\"shares\":", out);
+  write_readings(0, [&](size_t at) { write_estimates(m.shares, at, L); });
+  std::fputs(",\"share_minus_attention\":", out);
+  write_readings(1, [&](size_t at) { write_estimates(m.share_minus_attention, at, L); });
+  std::fputs(",\"mixing_ratio\":", out);
+  write_estimates(m.mixing_ratio, 0, L);
+  std::fputs("}}\n", out);
   return std::fflush(out) == 0 ? 0 : 1;
 }
 

@@ -1,5 +1,5 @@
-// Head profiles and head-removal contributions over a sentence set, with their bootstrap
-// intervals (sentence_set.h says what each number means).
+// Head profiles, head-removal contributions and the lenses' faithfulness over a sentence set,
+// with their bootstrap intervals (sentence_set.h says what each number means).
 #include "core/sentence_set.h"
 
 #include <algorithm>
@@ -539,6 +539,249 @@ ContributionSummary SummarizeContributions(const std::vector<WordContribution>& 
   out.predicted.mean_abs_log_effect = FromResamples(full.predicted_log_effect, resampled[8], level);
   out.unpredicted.mean_abs_effect = FromResamples(full.unpredicted_effect, resampled[9], level);
   out.unpredicted.mean_abs_log_effect = FromResamples(full.unpredicted_log_effect, resampled[10], level);
+  return out;
+}
+
+// ---- Lenses over a set ----
+
+const char* SetLensName(int lens) {
+  if (lens == kDistanceBaseline) return "distance";
+  return lens >= 0 && lens < kFaithfulnessLenses ? FaithfulnessLensName(static_cast<FaithfulnessLens>(lens)) : "";
+}
+
+const char* ShareReadingName(int reading) {
+  static const char* const kNames[] = {"attention", "weighted_layer", "alti"};
+  return reading >= 0 && reading < kShareReadings ? kNames[reading] : "";
+}
+
+const char* ShareCategoryName(int category) {
+  static const char* const kNames[] = {"cls", "sep", "punctuation", "self"};
+  return category >= 0 && category < kShareCategories ? kNames[category] : "";
+}
+
+namespace {
+
+// Adds one sentence's share and mixing sums from its unmasked lenses.
+void AddShareSums(const SentenceAnalysis& analysis, const Lenses& lenses, SentenceLensSums* sums) {
+  const Activations& a = analysis.activations;
+  const int32_t L = a.layers, n = a.tokens;
+  const size_t nn = static_cast<size_t>(n) * static_cast<size_t>(n);
+  sums->rows = 0;
+  sums->shares.assign(static_cast<size_t>(kShareReadings) * kShareCategories * L, 0.0);
+  sums->mixing_ratio.assign(static_cast<size_t>(L), 0.0);
+  const auto role = [&](int32_t j) { return analysis.roles[static_cast<size_t>(j)]; };
+  for (int32_t i = 0; i < n; ++i) sums->rows += role(i) == TokenRole::kOrdinary;
+  std::vector<double> row(static_cast<size_t>(n));
+  for (int32_t l = 0; l < L; ++l) {
+    const RowMajorMatrix attention = HeadAverage(a, l);
+    for (int32_t i = 0; i < n; ++i) {
+      if (role(i) != TokenRole::kOrdinary) continue;
+      sums->mixing_ratio[static_cast<size_t>(l)] += lenses.mixing_ratio[static_cast<size_t>(l) * n + i];
+      for (int r = 0; r < kShareReadings; ++r) {
+        const size_t at = l * nn + static_cast<size_t>(i) * n;
+        double total = 0;
+        for (int32_t j = 0; j < n; ++j) {
+          row[static_cast<size_t>(j)] = r == 0   ? attention(i, j)
+                                        : r == 1 ? lenses.weighted_layer[at + j]
+                                                 : lenses.alti[at + j];
+          total += row[static_cast<size_t>(j)];
+        }
+        if (!(total > 0)) continue;
+        double category[kShareCategories] = {0, 0, 0, row[static_cast<size_t>(i)] / total};
+        for (int32_t j = 0; j < n; ++j) {
+          const double share = row[static_cast<size_t>(j)] / total;
+          if (role(j) == TokenRole::kCls) category[0] += share;
+          if (role(j) == TokenRole::kSep) category[1] += share;
+          if (role(j) == TokenRole::kPunctuation) category[2] += share;
+        }
+        for (int c = 0; c < kShareCategories; ++c) {
+          sums->shares[(static_cast<size_t>(r) * kShareCategories + c) * L + l] += category[c];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status MeasureLensFaithfulness(LoadedModel& model, const std::vector<std::string>& sentences,
+                               std::vector<TargetFaithfulness>* targets, std::vector<SentenceLensSums>* per_sentence,
+                               const std::function<void(size_t, size_t)>& progress, size_t first) {
+  if (sentences.empty()) return Status::Error("the sentence set is empty; give at least one sentence");
+  targets->clear();
+  per_sentence->clear();
+  SentenceAnalysis plain, masked;
+  AnalysisOptions options;
+  options.outputs = kOutputValues;
+  Lenses lenses;
+  for (size_t s = 0; s < sentences.size(); ++s) {
+    const std::string where = "sentence " + std::to_string(first + s + 1) + ": ";
+    options.masked_positions.clear();
+    Status status = AnalyzeText(model, sentences[s], options, &plain);
+    LensOptions plain_lenses;  // weighted and mixing; no flow, value zeroing or target
+    if (status.ok()) status = ComputeLenses(model, plain, plain_lenses, &lenses);
+    if (!status.ok()) return Status::Error(where + status.message());
+    SentenceLensSums sums;
+    AddShareSums(plain, lenses, &sums);
+    per_sentence->push_back(std::move(sums));
+    for (int32_t t = 0; t < plain.tokens(); ++t) {
+      if (!IsWholeWord(plain, t)) continue;
+      options.masked_positions = {t};
+      status = AnalyzeText(model, sentences[s], options, &masked);
+      LensOptions target_lenses;
+      target_lenses.target = t;
+      if (status.ok()) status = ComputeLenses(model, masked, target_lenses, &lenses);
+      if (!status.ok()) return Status::Error(where + status.message());
+      TargetFaithfulness x;
+      x.sentence = static_cast<int32_t>(first + s);
+      x.token = t;
+      x.id = plain.encoding.tokens[static_cast<size_t>(t)].id;
+      x.word = plain.encoding.tokens[static_cast<size_t>(t)].text;
+      x.top1 = lenses.target_top1;
+      x.logprob = lenses.target_logprob;
+      x.occlusion = lenses.occlusion;
+      std::copy(std::begin(lenses.faithfulness), std::end(lenses.faithfulness), x.rho);
+      // The baseline: -|j - t| over the same positions.
+      std::vector<double> effect, nearness;
+      for (int32_t j = 0; j < plain.tokens(); ++j) {
+        const double o = x.occlusion[static_cast<size_t>(j)];
+        if (std::isnan(o)) continue;
+        effect.push_back(o);
+        nearness.push_back(-std::abs(static_cast<double>(j - t)));
+      }
+      x.positions = static_cast<int32_t>(effect.size());
+      x.rho[kDistanceBaseline] = SpearmanRho(effect, nearness);
+      targets->push_back(std::move(x));
+    }
+    if (progress) progress(s + 1, sentences.size());
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// The statistics that get intervals, over the targets and sentences of one draw (a resample
+// repeats some sentences and leaves others out).
+struct LensDraw {
+  double mean_rho[kSetLenses];
+  std::vector<double> differences;  // LensSetSummary::differences order
+  std::vector<double> shares;       // (kShareReadings, kShareCategories, L)
+  std::vector<double> mixing_ratio; // (L)
+};
+
+LensDraw ComputeLensDraw(const std::vector<TargetFaithfulness>& targets, const std::vector<SentenceLensSums>& sums,
+                         const std::vector<std::vector<size_t>>& by_sentence, const std::vector<uint32_t>& draw,
+                         const std::vector<std::pair<int, int>>& pairs, int32_t layers) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  LensDraw out;
+  double rho_sum[kSetLenses] = {};
+  int64_t rho_count[kSetLenses] = {};
+  std::vector<double> difference_sum(pairs.size(), 0.0);
+  std::vector<int64_t> difference_count(pairs.size(), 0);
+  const size_t share_size = static_cast<size_t>(kShareReadings) * kShareCategories * layers;
+  std::vector<double> share_sum(share_size, 0.0), mixing_sum(static_cast<size_t>(layers), 0.0);
+  int64_t rows = 0;
+  for (uint32_t s : draw) {
+    for (size_t w : by_sentence[s]) {
+      const double* rho = targets[w].rho;
+      for (int k = 0; k < kSetLenses; ++k) {
+        if (std::isnan(rho[k])) continue;
+        rho_sum[k] += rho[k];
+        ++rho_count[k];
+      }
+      for (size_t p = 0; p < pairs.size(); ++p) {
+        const double a = rho[pairs[p].first], b = rho[pairs[p].second];
+        if (std::isnan(a) || std::isnan(b)) continue;
+        difference_sum[p] += a - b;
+        ++difference_count[p];
+      }
+    }
+    const SentenceLensSums& x = sums[s];
+    rows += x.rows;
+    for (size_t q = 0; q < share_size; ++q) share_sum[q] += x.shares[q];
+    for (int32_t l = 0; l < layers; ++l) mixing_sum[static_cast<size_t>(l)] += x.mixing_ratio[static_cast<size_t>(l)];
+  }
+  for (int k = 0; k < kSetLenses; ++k) out.mean_rho[k] = rho_count[k] ? rho_sum[k] / static_cast<double>(rho_count[k]) : nan;
+  for (size_t p = 0; p < pairs.size(); ++p) {
+    out.differences.push_back(difference_count[p] ? difference_sum[p] / static_cast<double>(difference_count[p]) : nan);
+  }
+  for (double v : share_sum) out.shares.push_back(rows ? v / static_cast<double>(rows) : nan);
+  for (double v : mixing_sum) out.mixing_ratio.push_back(rows ? v / static_cast<double>(rows) : nan);
+  return out;
+}
+
+// The first of the five lenses with the largest mean (NaN means never).
+int32_t BestLens(const double* mean_rho) {
+  int32_t best = 0;
+  for (int32_t k = 1; k < kFaithfulnessLenses; ++k) {
+    if (std::isnan(mean_rho[best]) || mean_rho[k] > mean_rho[best]) best = k;
+  }
+  return best;
+}
+
+}  // namespace
+
+LensSetSummary SummarizeLensFaithfulness(const std::vector<TargetFaithfulness>& targets,
+                                         const std::vector<SentenceLensSums>& per_sentence, int32_t layers,
+                                         const stats::BootstrapOptions& bootstrap) {
+  LensSetSummary out;
+  out.sentences = static_cast<int32_t>(per_sentence.size());
+  out.layers = layers;
+  out.targets = static_cast<int64_t>(targets.size());
+  std::vector<std::vector<size_t>> by_sentence(per_sentence.size());
+  for (size_t w = 0; w < targets.size(); ++w) {
+    const TargetFaithfulness& x = targets[w];
+    for (int k = 0; k < kSetLenses; ++k) (std::isnan(x.rho[k]) ? out.lenses[k].undefined : out.lenses[k].defined) += 1;
+    if (x.sentence >= 0 && static_cast<size_t>(x.sentence) < by_sentence.size()) {
+      by_sentence[static_cast<size_t>(x.sentence)].push_back(w);
+    }
+  }
+  for (const SentenceLensSums& s : per_sentence) out.rows += s.rows;
+  std::vector<std::pair<int, int>> pairs;
+  for (int a = 0; a < kSetLenses; ++a) {
+    for (int b = a + 1; b < kSetLenses; ++b) pairs.push_back({a, b});
+  }
+  std::vector<uint32_t> everything(per_sentence.size());
+  std::iota(everything.begin(), everything.end(), 0u);
+  const LensDraw full = ComputeLensDraw(targets, per_sentence, by_sentence, everything, pairs, layers);
+  out.best = BestLens(full.mean_rho);
+
+  const size_t share_size = full.shares.size();
+  std::vector<std::vector<double>> rho(kSetLenses), differences(pairs.size()), shares(share_size),
+      minus((kShareReadings - 1) * share_size / kShareReadings), mixing(static_cast<size_t>(layers));
+  int64_t best_count[kFaithfulnessLenses] = {};
+  const size_t per_reading = share_size / kShareReadings;
+  for (const auto& draw : stats::ClusterResamples(static_cast<uint32_t>(per_sentence.size()), bootstrap)) {
+    const LensDraw d = ComputeLensDraw(targets, per_sentence, by_sentence, draw, pairs, layers);
+    for (int k = 0; k < kSetLenses; ++k) rho[static_cast<size_t>(k)].push_back(d.mean_rho[k]);
+    ++best_count[BestLens(d.mean_rho)];
+    for (size_t p = 0; p < pairs.size(); ++p) differences[p].push_back(d.differences[p]);
+    for (size_t q = 0; q < share_size; ++q) shares[q].push_back(d.shares[q]);
+    for (size_t q = per_reading; q < share_size; ++q) minus[q - per_reading].push_back(d.shares[q] - d.shares[q % per_reading]);
+    for (int32_t l = 0; l < layers; ++l) mixing[static_cast<size_t>(l)].push_back(d.mixing_ratio[static_cast<size_t>(l)]);
+  }
+  const double level = bootstrap.level;
+  const double resamples = static_cast<double>(std::max(1, bootstrap.resamples));
+  for (int k = 0; k < kSetLenses; ++k) {
+    out.lenses[k].mean_rho = FromResamples(full.mean_rho[k], rho[static_cast<size_t>(k)], level);
+    out.lenses[k].best_share = k < kFaithfulnessLenses ? static_cast<double>(best_count[k]) / resamples : 0.0;
+  }
+  for (size_t p = 0; p < pairs.size(); ++p) {
+    LensSetSummary::Difference d;
+    d.a = pairs[p].first;
+    d.b = pairs[p].second;
+    for (const TargetFaithfulness& x : targets) d.targets += !std::isnan(x.rho[d.a]) && !std::isnan(x.rho[d.b]);
+    d.mean = FromResamples(full.differences[p], differences[p], level);
+    out.differences.push_back(d);
+  }
+  for (size_t q = 0; q < share_size; ++q) out.shares.push_back(FromResamples(full.shares[q], shares[q], level));
+  for (size_t q = per_reading; q < share_size; ++q) {
+    out.share_minus_attention.push_back(
+        FromResamples(full.shares[q] - full.shares[q % per_reading], minus[q - per_reading], level));
+  }
+  for (int32_t l = 0; l < layers; ++l) {
+    out.mixing_ratio.push_back(FromResamples(full.mixing_ratio[static_cast<size_t>(l)], mixing[static_cast<size_t>(l)], level));
+  }
   return out;
 }
 

@@ -2,8 +2,10 @@
 // over the set (the label rule's counts, the word-row shares and where each row's largest
 // weight falls) with cluster-bootstrap intervals and the stability of its label; and, for
 // every whole word, what each head's removal does to the masked-LM probability of that word,
-// with the summary the contribution post's claims rest on. The CLI's `profile` and
-// `contribution` commands print these; docs/ARCHITECTURE.md gives their JSON.
+// with the summary the contribution post's claims rest on; and, for every whole word as a
+// masked target, how well each lens of core/lenses.h agrees with occluding the other tokens,
+// with where rows put their weight under three readings. The CLI's `profile`, `contribution`
+// and `lens-set` commands print these; docs/ARCHITECTURE.md gives their JSON.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "core/analysis.h"
+#include "core/lenses.h"
 #include "core/statistics.h"
 #include "core/status.h"
 
@@ -199,5 +202,90 @@ ContributionSummary SummarizeContributions(const std::vector<WordContribution>& 
                                            int32_t sentences, int32_t heads,
                                            const stats::BootstrapOptions& bootstrap,
                                            int32_t permutations);
+
+// ---- Lenses over a set: which picture of attention agrees with the model ----
+
+// What each target's occlusion is ranked against: the five lenses' row t (FaithfulnessLens
+// order), then a baseline that knows only position, -|j - t| (the nearer token ranks higher).
+constexpr int kSetLenses = kFaithfulnessLenses + 1;
+constexpr int kDistanceBaseline = kFaithfulnessLenses;
+// FaithfulnessLensName, and "distance" for the baseline.
+const char* SetLensName(int lens);
+
+// One whole word as the masked target (AnalysisOptions::masked_positions = {token}), its
+// lenses and occlusion from ComputeLenses (core/lenses.h): rho[k], Spearman's rho between
+// occlusion and row `token` of lens k over the occluded positions (NaN where undefined: fewer
+// than 3 positions, or either side constant).
+struct TargetFaithfulness {
+  int32_t sentence = 0;  // 0-based line of the set
+  int32_t token = 0;     // position, 0 = [CLS]
+  int32_t id = 0;        // the word's entry, as typed
+  std::string word;
+  int32_t top1 = 0;      // w*, the model's top entry at the masked position
+  double logprob = 0;    // log p(w*) there
+  int32_t positions = 0; // occluded positions: how many values each rho ranks
+  double rho[kSetLenses] = {};
+  std::vector<double> occlusion;  // (n), NaN where not occluded
+};
+
+// Where a row puts its weight, after Clark et al. (2019), under three readings of layer l's
+// row i: the head-averaged attention, weighted_layer and alti (core/lenses.h), each row over
+// its own sum (a row summing to 0 counts 0 everywhere). Categories: the share on [CLS], on
+// [SEP], on punctuation tokens, and on the token itself.
+constexpr int kShareReadings = 3;    // attention, weighted_layer, alti
+constexpr int kShareCategories = 4;  // cls, sep, punctuation, self
+const char* ShareReadingName(int reading);
+const char* ShareCategoryName(int category);
+
+// One sentence's sums over its rows of ordinary tokens (not [CLS], [SEP] or punctuation;
+// pieces of a split word count), from its unmasked analysis.
+struct SentenceLensSums {
+  int32_t rows = 0;                // ordinary-token rows (each layer has as many)
+  std::vector<double> shares;      // (kShareReadings, kShareCategories, L): sums of the shares
+  std::vector<double> mixing_ratio;  // (L): sums of mixing_ratio[l][i]
+  double Share(int reading, int category, int32_t layer, int32_t layers) const {
+    return shares[(static_cast<size_t>(reading) * kShareCategories + category) * layers + layer];
+  }
+};
+
+// Measures every sentence: the unmasked analysis's lenses for the share sums, then every whole
+// word masked alone as the target (1 + n forward passes each, and n max-flow problems for its
+// flow row). progress(done, total) after each sentence; first: the index of sentences[0] in
+// the whole set (each target's `sentence` counts from there). per_sentence gets one entry per
+// sentence.
+Status MeasureLensFaithfulness(LoadedModel& model, const std::vector<std::string>& sentences,
+                               std::vector<TargetFaithfulness>* targets, std::vector<SentenceLensSums>* per_sentence,
+                               const std::function<void(size_t, size_t)>& progress = {}, size_t first = 0);
+
+// The summary over the set. Every interval comes from one set of cluster resamples (sentences
+// drawn with replacement), so the intervals of differences are paired.
+struct LensSetSummary {
+  struct Lens {
+    int64_t defined = 0, undefined = 0;  // targets with and without a rho
+    Estimate mean_rho;                   // mean over the defined targets
+    // Of the five lenses (not the baseline): the share of resamples in which this one has the
+    // highest mean rho.
+    double best_share = 0;
+  };
+  // Lens a minus lens b, per target where both are defined, averaged.
+  struct Difference {
+    int32_t a = 0, b = 0;
+    int64_t targets = 0;
+    Estimate mean;
+  };
+  int32_t sentences = 0, layers = 0;
+  int64_t targets = 0, rows = 0;
+  Lens lenses[kSetLenses];
+  int32_t best = 0;  // the lens (of the five) with the highest mean rho
+  std::vector<Difference> differences;  // every pair a < b of kSetLenses
+  // (kShareReadings, kShareCategories, L): the mean share over ordinary-token rows; and for
+  // readings 1 and 2, the reading's share minus the attention's (index reading - 1).
+  std::vector<Estimate> shares, share_minus_attention;
+  std::vector<Estimate> mixing_ratio;  // (L): the mean over ordinary-token rows
+};
+
+LensSetSummary SummarizeLensFaithfulness(const std::vector<TargetFaithfulness>& targets,
+                                         const std::vector<SentenceLensSums>& per_sentence, int32_t layers,
+                                         const stats::BootstrapOptions& bootstrap);
 
 }  // namespace attn
