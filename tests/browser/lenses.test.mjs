@@ -90,7 +90,7 @@ describe('lenses', () => {
       assert.ok(Math.abs(drawn.ratio - full.mixing_ratio[drawn.layer][token]) <= LENS_TOLERANCE, `mixing ratio ${drawn.ratio} vs ${full.mixing_ratio[drawn.layer][token]}`);
     }
     const svg = await page.locator('#instrument').evaluate((el) => el.toSVG());
-    assert.match(svg, /attention flow/);
+    assert.match(svg, /flow, every layer compounded/);
     // Back to the weights: the lens leaves the URL (the default is not written).
     await page.locator('#instrument button[data-lens="weight"]').click();
     await drawnRow(page, 'weight', token);

@@ -11,23 +11,23 @@ import { attentionRow, rolloutRow } from './result.js';
 export const LENSES = Object.freeze({
   weight: Object.freeze({
     label: 'Weight', name: 'attention weight', scope: 'head', needs: null,
-    definition: 'How much of its attention the token pays to each token: the softmax row, which sums to 1.',
+    definition: 'the attention row itself: how much of its mixture the token takes from each token in one head; it sums to 1.',
   }),
   weighted: Object.freeze({
-    label: 'Weight \u00d7 size', name: 'weight times vector size', scope: 'head', needs: 'weighted', normalized: true,
-    definition: 'Each weight times the length of the vector that token actually sends through the head (its value vector after the output projection): a large weight on a token whose vector is short moves little. Shown as shares of the row\u2019s total (Kobayashi et al., 2020).',
+    label: 'Weight \u00d7 size', name: 'weight \u00d7 size', scope: 'head', needs: 'weighted', normalized: true,
+    definition: 'each weight times the length of the vector that token sends through the head (its value vector after the output matrix), as shares of the row\u2019s total: a large weight on a short vector moves little (Kobayashi et al., 2020).',
   }),
   alti: Object.freeze({
-    label: 'Whole block', name: 'attention block with residual and LayerNorm (ALTI)', scope: 'layer', needs: 'alti',
-    definition: 'All heads of the layer together, plus the token\u2019s own vector carried around attention (the residual) and the LayerNorm after them: how much each token\u2019s part brings the token\u2019s new vector closer to what it became, as shares summing to 1 (ALTI: Kobayashi et al., 2021; Ferrando et al., 2022).',
+    label: 'Whole block', name: 'whole block (ALTI)', scope: 'layer', needs: 'alti',
+    definition: 'all heads of the layer, the token\u2019s own vector carried by the residual, and the LayerNorm after them: how close each token\u2019s part lies to the layer\u2019s output for this token (nearer parts get larger shares, a part pointing away gets 0), as shares summing to 1 (ALTI: Kobayashi et al., 2021; Ferrando et al., 2022).',
   }),
   rollout: Object.freeze({
-    label: 'Rollout', name: 'attention rollout', scope: 'model', needs: null,
-    definition: 'Every layer\u2019s head-averaged weights, each mixed half and half with the token keeping itself, multiplied through the layers: how much each input token could have reached this token\u2019s last vector if attention alone mixed them (Abnar & Zuidema, 2020).',
+    label: 'Rollout', name: 'rollout', scope: 'model', needs: null,
+    definition: 'the weights only, compounded through the layers: each layer\u2019s head-averaged row averaged half and half with the token keeping itself, multiplied from the first layer to the last; how much each input token could reach this token if attention alone mixed them (Abnar & Zuidema, 2020).',
   }),
   flow: Object.freeze({
-    label: 'Flow', name: 'attention flow', scope: 'model', needs: 'flow_normalized', flowRow: true,
-    definition: 'The same layers as rollout seen as pipes whose widths are the weights: the most that can flow from each input token to this token\u2019s last vector, as shares of the row\u2019s total (Abnar & Zuidema, 2020).',
+    label: 'Flow', name: 'flow', scope: 'model', needs: 'flow_normalized', flowRow: true,
+    definition: 'the weights only, compounded another way: the same layers as pipes whose widths are those weights, and the most that can flow from each input token to this token, as shares of the row\u2019s total (Abnar & Zuidema, 2020).',
   }),
 });
 export const LENS_KEYS = Object.freeze(Object.keys(LENSES));
@@ -78,13 +78,17 @@ export function mixingRatio(result, lenses, layer, token) {
 // rows of the per-layer lenses, and its flow row under the flow lens (n max-flow problems).
 export const lensRequest = (lens, token) => ({ row: token, flowRow: LENSES[lens]?.flowRow ? token : -1 });
 
-// Which head, layer or model a lens's row belongs to, in words.
-export function lensScope(lens, layer, head) {
-  const scope = LENSES[lens]?.scope;
-  if (scope === 'head') return `layer ${layer + 1}, head ${head + 1}`;
-  if (scope === 'layer') return `layer ${layer + 1}, all heads with the residual`;
-  return 'the whole model, every layer';
+// Which lens and which head, layer or model a row belongs to, in words ("through the whole
+// block (ALTI) of layer 4 (all heads, residual, LayerNorm)").
+export function lensReading(lens, layer, head) {
+  const { name, scope } = LENSES[lens];
+  if (scope === 'head') return `through ${name} in layer ${layer + 1}, head ${head + 1}`;
+  if (scope === 'layer') return `through the ${name} of layer ${layer + 1} (all heads, residual, LayerNorm)`;
+  return `through ${name}, every layer compounded`;
 }
+
+// The lens's name and definition as one sentence: "Whole block (ALTI): all heads ...".
+export const lensDefinition = (lens) => `${LENSES[lens].name[0].toUpperCase()}${LENSES[lens].name.slice(1)}: ${LENSES[lens].definition}`;
 
 // The row a figure draws for a view ({result, lenses, lensError, lens, mode, layer, head,
 // token}): {lens: the lens whose row it is, asked: the view's lens, row, total (lensTotal),
@@ -129,12 +133,18 @@ function shares(row) {
   return out;
 }
 
-// The lenses the faithfulness score grades, with the core's names (FaithfulnessLensName), in its
-// order, and the words the page gives each.
+// The lenses the faithfulness score grades, with the core's names (FaithfulnessLensName), in the
+// switch's order, and the words the page gives each: model-wide versions of the five, since the
+// score compares one ranking of the tokens per lens.
 export const FAITHFULNESS_LENSES = Object.freeze([
   ['attention_last_mean', 'weight (last layer, heads averaged)'],
+  ['weighted_layer_last', 'weight \u00d7 size (last layer, heads together)'],
+  ['alti_rollout', 'whole block (ALTI), through every layer'],
   ['rollout', 'rollout'],
   ['flow', 'flow'],
-  ['alti_rollout', 'whole block (ALTI), through the layers'],
-  ['weighted_layer_last', 'weight \u00d7 size (last layer, heads together)'],
 ]);
+
+// The two-sided 5% level of Spearman's rho under a random ranking of m tokens (the null that
+// keeps the tokens and their occlusion values and shuffles the lens's order), by the normal
+// approximation 1.96 / sqrt(m - 1); null below 3 tokens.
+export const rhoChanceBand = (m) => (m >= 3 ? 1.96 / Math.sqrt(m - 1) : null);

@@ -11,7 +11,7 @@ import { headsForToken, labelledHeadName, shortHeadLabel } from './data.js';
 import { h, MIN_LABEL_PX, scrollBox, setText, thinLabels, unwatchWidth, watchWidth } from './dom.js';
 import { fmt, headShort } from './format.js';
 import { barLegend, FULL_SCALE, RowChart, selectedRowPanels, specialShare } from './bars.js';
-import { LENSES, lensLegend, lensRowOf, lensScope, mixingRatio, rowFacts } from '../engine/lenses.js';
+import { LENSES, lensLegend, lensReading, lensRowOf, mixingRatio, rowFacts } from '../engine/lenses.js';
 import { FaithfulnessPanel, LENS_CSS, LensSwitch, MixingBar } from './lens-panel.js';
 import { CHIP_CSS, TokenChips } from './controls.js';
 import { CellReadout, partAt, wireProbe } from './readout.js';
@@ -605,11 +605,11 @@ class AttentionInstrument extends AttentionFigure {
     const scaleMax = FULL_SCALE;
     this.lensSwitch.update(view.lens ?? lens, note);
     const reading = lens === 'weight'
-      ? `${labelledHeadName(result, layer, head)}: its attention row`
-      : `${LENSES[lens].name}, ${lensScope(lens, layer, head)}${total === null ? '' : ` (as shares of the row\u2019s total vector length, ${fmt(total, 3)})`}`;
+      ? `in ${labelledHeadName(result, layer, head)}: its attention row`
+      : `${lensReading(lens, layer, head)}${total === null ? '' : ` (as shares of the row\u2019s total vector length, ${fmt(total, 3)})`}`;
     this.chart.update({
       tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial, scaleMax,
-      caption: `How \u201c${word}\u201d (token ${token + 1} of ${result.n}) reads the sentence in ${reading}.`,
+      caption: `How \u201c${word}\u201d (token ${token + 1} of ${result.n}) reads the sentence ${reading}.`,
     });
     const ds = this.chart.table.dataset;
     ds.layer = String(layer);

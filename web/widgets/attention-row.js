@@ -5,7 +5,7 @@
 // token used, not only what it paid: web/engine/lenses.js), with the share of the token's new
 // vector that came from other tokens, and a live score of which lens agrees with the model.
 import { AttentionFigure, define } from './base.js';
-import { LENSES, lensLegend, lensRowOf, lensScope, mixingRatio, rowFacts } from '../engine/lenses.js';
+import { LENSES, lensLegend, lensReading, lensRowOf, mixingRatio, rowFacts } from '../engine/lenses.js';
 import { CONTROLS_CSS, HeadMenu, TokenChips } from './controls.js';
 import { h, setText } from './dom.js';
 import { fmt } from './format.js';
@@ -60,7 +60,7 @@ class AttentionRow extends AttentionFigure {
     p.lenses.update(view.lens ?? lens, note);
     p.chart.update({
       tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial, scaleMax,
-      caption: `How \u201c${word}\u201d (token ${token + 1} of ${result.n}) reads the sentence: ${LENSES[lens].name}, ${lensScope(lens, layer, head)}.`,
+      caption: `How \u201c${word}\u201d (token ${token + 1} of ${result.n}) reads the sentence ${lensReading(lens, layer, head)}.`,
     });
     Object.assign(p.chart.table.dataset, { layer: String(layer), head: String(head), token: String(token), sentence: result.text, lens });
     p.mixing.update(mixingRatio(result, view.lenses, layer, token), layer, word);

@@ -6,7 +6,7 @@
 import { h, scrollBox, setText } from './dom.js';
 import { fmt, fmtWeight, signed as signedText } from './format.js';
 import { isSpecial } from '../engine/result.js';
-import { LENSES, lensRowOf, lensScope, rowFacts } from '../engine/lenses.js';
+import { lensDefinition, lensReading, lensRowOf, rowFacts } from '../engine/lenses.js';
 
 // The top of the scale on which a row's bars are the share of its budget of 1, drawn with a
 // track (Figure 1, <attention-row>, the exported pictures of them and of Figure 5).
@@ -238,9 +238,9 @@ export function selectedRowPanels(view) {
   return {
     panels: [rowPanel({
       tokens: result.tokens, roles: result.roles, row, selected: token, showSpecial, scaleMax: FULL_SCALE, track: true,
-      title: `${LENSES[lens].name[0].toUpperCase()}${LENSES[lens].name.slice(1)}, ${lensScope(lens, layer, head)}${of}: row sum ${fmt(s.sum, 6)}, ratio to uniform ${fmt(s.ratio_to_uniform, 2)}`,
+      title: `The row ${lensReading(lens, layer, head)}${of}: row sum ${fmt(s.sum, 6)}, ratio to uniform ${fmt(s.ratio_to_uniform, 2)}`,
     })],
-    note: `${LENSES[lens].definition} Bars on a scale from 0 to 1, the grey track's full length. Dashed line: the uniform share 1/${result.n} = ${fmt(1 / result.n, 4)}.${hidden}`,
+    note: `${lensDefinition(lens)} Bars on a scale from 0 to 1, the grey track's full length. Dashed line: the uniform share 1/${result.n} = ${fmt(1 / result.n, 4)}.${hidden}`,
   };
 }
 

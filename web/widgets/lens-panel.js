@@ -2,7 +2,7 @@
 // the five (web/engine/lenses.js defines them), the definition of the one shown, the bar of how
 // much of the token's new vector came from other tokens, and the live faithfulness score (which
 // lens agrees with what the model did when each other token is hidden, on this sentence).
-import { FAITHFULNESS_LENSES, LENS_KEYS, LENSES } from '../engine/lenses.js';
+import { FAITHFULNESS_LENSES, lensDefinition, LENS_KEYS, LENSES, rhoChanceBand } from '../engine/lenses.js';
 import { h, setText } from './dom.js';
 import { fmt } from './format.js';
 import { maskable, withVocabularyProgress, vocabularyDownload } from './attention-prediction.js';
@@ -13,7 +13,8 @@ export const LENS_CSS = `
   .lens-switch button { font-size: 0.82em; padding: 0.2em 0.55em; border-radius: 5px; border: 1px solid var(--attn-line); background: var(--attn-bg); }
   .lens-switch button[aria-pressed="true"] { background: var(--attn-bar); color: var(--attn-bg); border-color: var(--attn-bar); }
   .lens-definition { font-size: 0.86em; color: var(--attn-muted); margin: 0 0 0.5em; }
-  .lens-note { font-size: 0.86em; color: var(--attn-error); margin: 0 0 0.5em; }
+  .lens-note { font-size: 0.86em; color: var(--attn-muted); margin: 0 0 0.5em; font-style: italic; }
+  .lens-note.failed { color: var(--attn-error); font-style: normal; }
   .mixing { margin: 0.6em 0 0.3em; font-size: 0.9em; }
   .mixing .track { position: relative; height: 0.7em; border-radius: 3px; background: var(--attn-line); overflow: hidden; margin: 0.25em 0; }
   .mixing .fill { position: absolute; inset: 0 auto 0 0; background: var(--attn-bar); }
@@ -21,7 +22,6 @@ export const LENS_CSS = `
   .faithfulness table { border-collapse: collapse; margin: 0.3em 0; }
   .faithfulness th, .faithfulness td { text-align: left; padding: 0.1em 0.8em 0.1em 0; font-weight: normal; }
   .faithfulness td.rho { font-variant-numeric: tabular-nums; text-align: right; }
-  .faithfulness tr[data-best="true"] td { font-weight: 600; }
   .faithfulness .caveat { color: var(--attn-muted); font-size: 0.92em; margin: 0.2em 0; }
 `;
 
@@ -41,14 +41,21 @@ export class LensSwitch {
     this.lens = null;
   }
 
-  // note: why the shown lens has no row (the lenses are computing, need the live model, failed).
-  update(lens, note = '') {
+  // note: why the shown lens has no row (the lenses are computing, need the live model, failed:
+  // `failed`). A lens that is not one head's says that the figure's head controls still choose a
+  // head's weights (the picker, the heatmap, the menu), and the layer of the mixing bar.
+  update(lens, note = '', { failed = false } = {}) {
     if (lens !== this.lens) {
       this.lens = lens;
       for (const b of this.buttons) b.setAttribute('aria-pressed', String(b.dataset.lens === lens));
-      setText(this.definition, `${LENSES[lens].name[0].toUpperCase()}${LENSES[lens].name.slice(1)}: ${LENSES[lens].definition}`);
+      const scope = LENSES[lens].scope;
+      const aside = scope === 'head' ? '' : scope === 'layer'
+        ? ' The head controls still show the chosen head\u2019s weights; its layer is this row\u2019s.'
+        : ' The head controls still show the chosen head\u2019s weights; its layer is the mixing bar\u2019s.';
+      setText(this.definition, `${lensDefinition(lens)}${aside}`);
     }
     this.note.hidden = !note;
+    this.note.classList.toggle('failed', failed);
     setText(this.note, note);
   }
 }
@@ -69,13 +76,13 @@ export class MixingBar {
   update(ratio, layer, word) {
     if (ratio === null || ratio === undefined) {
       this.fill.style.width = '0';
-      setText(this.text, `How much of \u201c${word}\u201d\u2019s new vector in layer ${layer + 1} came from other tokens: measured by the live model.`);
+      setText(this.text, `Context mixing of \u201c${word}\u201d in layer ${layer + 1}: measured by the live model.`);
       delete this.el.dataset.ratio;
       return;
     }
     const percent = 100 * ratio;
     this.fill.style.width = `${percent.toFixed(1)}%`;
-    setText(this.text, `${fmt(percent, 1)}% of \u201c${word}\u201d\u2019s new vector in layer ${layer + 1} came from other tokens; the rest is its own, carried by the residual (the lengths of each token\u2019s part before the LayerNorm, all heads together).`);
+    setText(this.text, `Context mixing of \u201c${word}\u201d in layer ${layer + 1}: of the parts that make up its new vector (all heads, the residual, through the LayerNorm), those from other tokens make up ${fmt(percent, 1)}% of the total length; its own part (its vector carried by the residual, plus what the heads took from it) makes up the rest. The whole-block lens measures closeness, not length, so its share for the token itself differs.`);
     this.el.dataset.ratio = String(ratio);
   }
 }
@@ -95,7 +102,7 @@ export class FaithfulnessPanel {
     this.table = h('table', { hidden: true });
     this.el = h('div.faithfulness', {},
       h('b', { text: 'Which lens agrees with the model here?' }),
-      h('p.caveat', { text: 'Hide the word ([MASK]) and let the model predict it; then hide each other token in turn and measure how much the log-probability of that prediction drops. A lens agrees with the model when it ranks the tokens as those drops do: Spearman\u2019s rho, from \u22121 to 1, with 0 what a ranking at random would give on average. One sentence is one sample: a rho from ten tokens moves a lot from sentence to sentence.' }),
+      h('p.caveat', { text: 'Hide the word ([MASK]) and let the model predict it; then hide each other token in turn and measure how much the log-probability of that prediction drops. A lens agrees with the model when it ranks the tokens as those drops do: Spearman\u2019s rho, from \u22121 to 1, with 0 what a ranking at random gives on average. The grade reads a model-wide version of each lens, named in the table, at this word\u2019s row with the word hidden, not the row drawn above. One sentence is one sample.' }),
       this.start, this.status, this.table);
   }
 
@@ -122,7 +129,7 @@ export class FaithfulnessPanel {
     this.start.textContent = label;
     this.start.hidden = false;
     this.figure.figureEngine().then(vocabularyDownload).then((note) => {
-      if (this.start.textContent === label && note) this.start.textContent = `${label} (the first time ${note})`;
+      if (this.start.textContent === label && note) this.start.textContent = `${label} (first time only: ${note})`;
     }, () => {});
   }
 
@@ -132,6 +139,7 @@ export class FaithfulnessPanel {
     const key = `${result.text}\u0000${token}`;
     this.for = key;
     this.start.hidden = true;
+    this.table.hidden = true;  // the last score was another word's
     setText(this.status, `Hiding each token in turn (${result.n - 3} passes of the model)\u2026`);
     let score;
     try {
@@ -148,18 +156,20 @@ export class FaithfulnessPanel {
   show(result, token, score) {
     const word = result.tokens[token].text;
     const rows = FAITHFULNESS_LENSES.map(([key, name]) => ({ key, name, rho: score.faithfulness[key] }));
-    const defined = rows.filter((r) => Number.isFinite(r.rho));
-    const best = defined.length ? Math.max(...defined.map((r) => r.rho)) : null;
     const counted = Array.from(score.occlusion).filter(Number.isFinite).length;
-    setText(this.status, `\u201c${word}\u201d hidden, the model\u2019s top prediction there is \u201c${score.top1_text}\u201d (log-probability ${fmt(score.logprob, 3)}); rho over the ${counted} other tokens but [CLS] and [SEP]. Each lens is read at this word\u2019s row with the word hidden: the last layer for the weights, through every layer for rollout, flow and the whole block.`);
+    const band = rhoChanceBand(counted);
+    const chance = band === null ? '' : ` With ${counted} tokens a random ranking gives a rho beyond \u00b1${fmt(band, 2)} about one time in 20 (normal approximation), so only a score past that says more than chance here, and the lenses\u2019 differences are rarely that large.`;
+    setText(this.status, `\u201c${word}\u201d hidden, the model\u2019s top prediction there is \u201c${score.top1_text}\u201d (log-probability ${fmt(score.logprob, 3)}); rho over the ${counted} other tokens ([CLS] and [SEP] left out).${chance}`);
     this.table.replaceChildren(
       h('caption.visually-hidden', { text: `Spearman rho of each lens against occlusion for \u201c${word}\u201d` }),
-      h('thead', {}, h('tr', {}, h('th', { scope: 'col', text: 'Lens' }), h('th', { scope: 'col', text: 'rho' }))),
-      h('tbody', {}, rows.map((r) => h('tr', { dataset: { lens: r.key, rho: String(r.rho), best: String(Number.isFinite(r.rho) && r.rho === best) } },
+      h('thead', {}, h('tr', {}, h('th', { scope: 'col', text: 'Lens (as graded)' }), h('th', { scope: 'col', text: 'rho' }))),
+      h('tbody', {}, rows.map((r) => h('tr', { dataset: { lens: r.key, rho: String(r.rho), beyondChance: String(band !== null && Number.isFinite(r.rho) && Math.abs(r.rho) > band) } },
         h('td', { text: r.name }),
         h('td.rho', { text: Number.isFinite(r.rho) ? fmt(r.rho, 3) : 'undefined (too few tokens, or all tied)' })))));
     this.table.hidden = false;
     this.table.dataset.sentence = result.text;
     this.table.dataset.token = String(token);
+    this.table.dataset.band = String(band);
   }
+
 }
