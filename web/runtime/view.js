@@ -16,6 +16,28 @@ import { DEFAULT_LENS, isLens, lensRequest } from '../engine/lenses.js';
 // `lens` (web/engine/lenses.js) is the row figures' lens; with `wantLenses` a live view also
 // carries the engine's lenses of the sentence for the selected token (`lenses`, or
 // `lensError` saying why not), which the figures that draw rows read.
+// The engine's lenses of a text for one request, as {lenses, lensError}: kept for the last few
+// requests of each engine, so that going back to a token or a lens does not ask the worker again.
+const LENS_MEMO_ENTRIES = 16;
+const lensMemos = new WeakMap();  // engine -> Map(key -> promise of {lenses, lensError})
+function lensesOf(engine, text, request) {
+  if (!lensMemos.has(engine)) lensMemos.set(engine, new Map());
+  const memo = lensMemos.get(engine);
+  const key = `${request.row}\u0000${request.flowRow}\u0000${text}`;
+  let answer = memo.get(key);
+  if (answer) {
+    memo.delete(key);  // to the end: the most recent
+  } else {
+    answer = Promise.resolve(engine.lenses(text, request)).then((lenses) => ({ lenses, lensError: null }),
+      (error) => ({ lenses: null, lensError: error.message }));
+    // A failed request is not kept: asking again is the retry.
+    answer.then((a) => { if (a.lensError !== null) memo.delete(key); });
+  }
+  memo.set(key, answer);
+  while (memo.size > LENS_MEMO_ENTRIES) memo.delete(memo.keys().next().value);
+  return answer;
+}
+
 export async function figureView({ engine = null, example = null, sentence, vectors = false, previous = null, selection, wordText, channel = null, wantLenses = false, ...rest }) {
   const view = { model: null, progress: null, error: null, ready: Boolean(engine), showSpecial: true, sources: {}, ...rest, sentence, result: example, inputError: null };
   if (engine) {
@@ -39,11 +61,15 @@ export async function figureView({ engine = null, example = null, sentence, vect
   view.lens = isLens(view.lens) ? view.lens : DEFAULT_LENS;
   view.lenses = null;
   view.lensError = null;
+  view.lensesPending = null;
   if (engine && wantLenses && view.mode === 'live' && view.result && !view.inputError && view.token >= 0) {
-    try {
-      view.lenses = await engine.lenses(view.result.text, lensRequest(view.lens, view.token));
-    } catch (error) {
-      view.lensError = error.message;
+    const answer = lensesOf(engine, view.result.text, lensRequest(view.lens, view.token));
+    if (view.lens === DEFAULT_LENS) {
+      // The weights need no lenses: the view is drawn at once, and the figure takes the lenses
+      // (its mixing bar's) when they come (AttentionFigure's view setter follows lensesPending).
+      view.lensesPending = answer;
+    } else {
+      Object.assign(view, await answer);
     }
   }
   return view;

@@ -6,7 +6,7 @@
 // uniform share, the ratio to uniform and the entropy.
 import { AttentionFigure, define } from './base.js';
 import { css, paintWeights, weightColour } from './colour.js';
-import { attentionMatrix, attentionRow, headLabel, isSpecial, rowStat } from '../engine/result.js';
+import { attentionMatrix, headLabel, isSpecial, rowStat } from '../engine/result.js';
 import { headsForToken, labelledHeadName, shortHeadLabel } from './data.js';
 import { h, MIN_LABEL_PX, scrollBox, setText, thinLabels, unwatchWidth, watchWidth } from './dom.js';
 import { fmt, headShort } from './format.js';

@@ -207,6 +207,13 @@ export class AttentionFigure extends HTMLElement {
   set view(view) {
     const previous = this._view;
     this._view = view;
+    // A view drawn before its lenses came (figureView's lensesPending, under the weights) is
+    // drawn again with them, if it is still this figure's view then.
+    if (this.constructor.showsLenses && view?.lensesPending) {
+      view.lensesPending.then((answer) => {
+        if (this._view === view) this.view = { ...view, ...answer, lensesPending: null };
+      });
+    }
     this.updateReserve(view);
     this.renderStatus(view);
     if (this.bodyChanged(view, previous)) {

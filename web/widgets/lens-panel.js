@@ -61,28 +61,29 @@ export class LensSwitch {
 }
 
 // The context-mixing bar: the share of the token's new vector in one layer that came from other
-// tokens (mixing_ratio of wasm/core/lenses.h).
+// tokens (mixing_ratio of wasm/core/lenses.h). Its explanation stands under it whether or not the
+// number is here, so that the figure keeps its height when the number comes.
 export class MixingBar {
   constructor() {
     this.fill = h('span.fill');
     this.text = h('span');
     this.el = h('div.mixing', {},
       this.text,
-      h('div.track', { 'aria-hidden': 'true' }, this.fill));
+      h('div.track', { 'aria-hidden': 'true' }, this.fill),
+      h('p.caveat', { text: 'Context mixing: of the parts that make up the token\u2019s new vector in this layer (one per token: all heads, the residual, through the LayerNorm), the share of their total length that comes from other tokens. The token\u2019s own part is its vector carried by the residual plus what the heads took from it. The whole-block lens measures closeness, not length, so its share for the token itself differs.' }));
   }
 
-  // Without the lenses (the example before the live model) the bar stays, empty, and says when it
-  // fills: the figure keeps its height when it goes live.
   update(ratio, layer, word) {
+    const head = `Context mixing of \u201c${word}\u201d in layer ${layer + 1}: `;
     if (ratio === null || ratio === undefined) {
       this.fill.style.width = '0';
-      setText(this.text, `Context mixing of \u201c${word}\u201d in layer ${layer + 1}: measured by the live model.`);
+      setText(this.text, `${head}\u2026`);
       delete this.el.dataset.ratio;
       return;
     }
     const percent = 100 * ratio;
     this.fill.style.width = `${percent.toFixed(1)}%`;
-    setText(this.text, `Context mixing of \u201c${word}\u201d in layer ${layer + 1}: of the parts that make up its new vector (all heads, the residual, through the LayerNorm), those from other tokens make up ${fmt(percent, 1)}% of the total length; its own part (its vector carried by the residual, plus what the heads took from it) makes up the rest. The whole-block lens measures closeness, not length, so its share for the token itself differs.`);
+    setText(this.text, `${head}${fmt(percent, 1)}% from other tokens.`);
     this.el.dataset.ratio = String(ratio);
   }
 }
@@ -99,11 +100,14 @@ export class FaithfulnessPanel {
     this.for = null;  // "text\u0000token" of the score shown or computing
     this.start = h('button', { type: 'button', on: { click: () => { this.armed = true; this.run(figure.view); } } });
     this.status = h('p.caveat', { role: 'status' });
+    // What the first grade downloads: a line of its own in every state, so that its words coming
+    // do not move the page.
+    this.cost = h('p.caveat', { text: 'The first grade downloads the model\u2019s vocabulary table once, then keeps it.' });
     this.table = h('table', { hidden: true });
     this.el = h('div.faithfulness', {},
       h('b', { text: 'Which lens agrees with the model here?' }),
       h('p.caveat', { text: 'Hide the word ([MASK]) and let the model predict it; then hide each other token in turn and measure how much the log-probability of that prediction drops. A lens agrees with the model when it ranks the tokens as those drops do: Spearman\u2019s rho, from \u22121 to 1, with 0 what a ranking at random gives on average. The grade reads a model-wide version of each lens, named in the table, at this word\u2019s row with the word hidden, not the row drawn above. One sentence is one sample.' }),
-      this.start, this.status, this.table);
+      this.start, this.cost, this.status, this.table);
   }
 
   update(view) {
@@ -129,7 +133,7 @@ export class FaithfulnessPanel {
     this.start.textContent = label;
     this.start.hidden = false;
     this.figure.figureEngine().then(vocabularyDownload).then((note) => {
-      if (this.start.textContent === label && note) this.start.textContent = `${label} (first time only: ${note})`;
+      setText(this.cost, note ? `The first grade ${note}.` : 'The vocabulary table is here: grading downloads nothing.');
     }, () => {});
   }
 
