@@ -267,8 +267,9 @@ class Engine {
 
   // The lenses of core/lenses.h on text, analysed again with its values kept (`masked`: a
   // position replaced by [MASK] first, -1 for none): weighted (L, H, n, n), weighted_layer,
-  // mixing and alti (L, n, n), mixing_ratio (L, n), alti_rollout and rollout (n, n), the first
-  // four for the token `row` only (NaN elsewhere, alti_rollout empty) or all (-1); the rows
+  // mixing and alti (L, n, n), mixing_ratio (L, n), alti_rollout and rollout (n, n); with a
+  // token `row` (not -1), that token's rows only: weighted (L, H, n), weighted_layer, mixing and
+  // alti (L, n), mixing_ratio (L), no alti_rollout; the rows
   // flow_row of flow and flow_normalized (n each) and zeroing_row of value zeroing (L, n), -1
   // for none; and with a target position, occlusion (n, NaN where undefined), target_top1,
   // target_top1_text, target_logprob and faithfulness {lens name: Spearman rho or NaN}.
@@ -286,18 +287,44 @@ class Engine {
     if (status.ok()) status = attn::ComputeLenses(*loaded_, analysis_, lens, &lenses_);
     if (!status.ok()) return ErrorObject(status.message());
     const attn::Lenses& l = lenses_;
-    const size_t n = static_cast<size_t>(l.tokens), nn = n * n;
+    const size_t n = static_cast<size_t>(l.tokens), nn = n * n, L = static_cast<size_t>(l.layers),
+                 H = static_cast<size_t>(l.heads);
     val result = val::object();
     result.set("n", l.tokens);
     result.set("layers", l.layers);
     result.set("heads", l.heads);
     result.set("masked", masked);
-    result.set("weighted", View(l.weighted));
-    result.set("weighted_layer", View(l.weighted_layer));
-    result.set("mixing", View(l.mixing));
-    result.set("mixing_ratio", View(l.mixing_ratio));
-    result.set("alti", View(l.alti));
-    result.set("alti_rollout", View(l.alti_rollout));
+    result.set("row", row);
+    if (row < 0) {
+      result.set("weighted", View(l.weighted));
+      result.set("weighted_layer", View(l.weighted_layer));
+      result.set("mixing", View(l.mixing));
+      result.set("mixing_ratio", View(l.mixing_ratio));
+      result.set("alti", View(l.alti));
+      result.set("alti_rollout", View(l.alti_rollout));
+    } else {
+      // One token's rows only, so that a long sentence does not send L H n^2 numbers for the n it
+      // shows: weighted (L, H, n), weighted_layer, mixing and alti (L, n), mixing_ratio (L).
+      const size_t r = static_cast<size_t>(row);
+      rows_.assign((L * H + 3 * L) * n + L, 0.0f);
+      float* out = rows_.data();
+      auto copy_row = [&](const std::vector<float>& from, size_t block) {
+        std::copy(from.begin() + static_cast<std::ptrdiff_t>(block * nn + r * n),
+                  from.begin() + static_cast<std::ptrdiff_t>(block * nn + r * n + n), out);
+        out += n;
+      };
+      const float* start = out;
+      for (size_t k = 0; k < L * H; ++k) copy_row(l.weighted, k);
+      result.set("weighted", val(typed_memory_view(L * H * n, start)));
+      for (const auto* array : {&l.weighted_layer, &l.mixing, &l.alti}) {
+        start = out;
+        for (size_t k = 0; k < L; ++k) copy_row(*array, k);
+        result.set(array == &l.weighted_layer ? "weighted_layer" : array == &l.mixing ? "mixing" : "alti",
+                   val(typed_memory_view(L * n, start)));
+      }
+      for (size_t k = 0; k < L; ++k) out[k] = l.mixing_ratio[k * n + r];
+      result.set("mixing_ratio", val(typed_memory_view(L, out)));
+    }
     result.set("rollout", View(l.rollout));
     result.set("flow_row", flow_row);
     if (flow_row >= 0) {
@@ -386,6 +413,7 @@ class Engine {
   std::vector<uint8_t> roles_;  // (n)
   attn::Lenses lenses_;
   std::vector<float> zeroing_;  // (L, n): one row of value zeroing in every layer
+  std::vector<float> rows_;     // one token's rows of the per-layer lenses (Lenses(..., row, ...))
   // The encoding of the last text MissingShards was asked about, for that text's analysis.
   struct KeptEncoding {
     std::string text;

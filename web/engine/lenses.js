@@ -35,7 +35,8 @@ export const DEFAULT_LENS = 'weight';
 export const isLens = (key) => Object.hasOwn(LENSES, key);
 
 // The lens row for the selection, or null when the lenses it needs are not here (yet).
-// lenses: the engine's lenses result for the same sentence (its flow row the token's).
+// lenses: the engine's lenses result for the same sentence: every row (row -1), or the token's
+// rows only (row = token: weighted (L, H, n), alti (L, n), mixing_ratio (L)), with its flow row.
 export function lensRow(lens, result, lenses, layer, head, token) {
   const n = result.n;
   switch (lens) {
@@ -43,14 +44,22 @@ export function lensRow(lens, result, lenses, layer, head, token) {
     case 'rollout': return rolloutRow(result, token);
     default: break;
   }
-  if (!lenses || lenses.n !== n || lenses.text !== result.text) return null;
-  if (lens === 'weighted') {
-    const raw = lenses.weighted.subarray((((layer * lenses.heads) + head) * n + token) * n, (((layer * lenses.heads) + head) * n + token + 1) * n);
-    return shares(raw);
-  }
-  if (lens === 'alti') return lenses.alti.subarray((layer * n + token) * n, (layer * n + token + 1) * n);
+  const at = rowsOf(result, lenses, token);
+  if (!at) return null;
+  if (lens === 'weighted') return shares(lenses.weighted.subarray(at.weighted(layer, head), at.weighted(layer, head) + n));
+  if (lens === 'alti') return lenses.alti.subarray(at.layer(layer), at.layer(layer) + n);
   if (lens === 'flow') return lenses.flow_row === token ? lenses.flow_normalized : null;
   return null;
+}
+
+// Where token's rows start in a lenses result of the same sentence: {weighted(l, h), layer(l),
+// ratio(l)} offsets, or null when the result is another sentence's or another token's.
+function rowsOf(result, lenses, token) {
+  if (!lenses || lenses.n !== result.n || lenses.text !== result.text) return null;
+  const n = result.n, H = lenses.heads;
+  if (lenses.row === token) return { weighted: (l, h) => (l * H + h) * n, layer: (l) => l * n, ratio: (l) => l };
+  if (lenses.row >= 0) return null;
+  return { weighted: (l, h) => ((l * H + h) * n + token) * n, layer: (l) => (l * n + token) * n, ratio: (l) => l * n + token };
 }
 
 // The bar legend's words for a lens's row (null: the chart's own, for weights).
@@ -59,19 +68,19 @@ export const lensLegend = (lens) => (lens === DEFAULT_LENS ? null : `${LENSES[le
 // The raw total a normalized lens's row was divided by (the weighted row's vector lengths), or
 // null for a lens whose numbers are shown as they are.
 export function lensTotal(lens, result, lenses, layer, head, token) {
-  if (lens !== 'weighted' || !lenses || lenses.n !== result.n || lenses.text !== result.text) return null;
-  const n = result.n;
+  const at = lens === 'weighted' ? rowsOf(result, lenses, token) : null;
+  if (!at) return null;
   let total = 0;
-  const base = ((layer * lenses.heads + head) * n + token) * n;
-  for (let j = 0; j < n; ++j) total += lenses.weighted[base + j];
+  const base = at.weighted(layer, head);
+  for (let j = 0; j < result.n; ++j) total += lenses.weighted[base + j];
   return total;
 }
 
 // The share of token i's new vector in layer l that came from other tokens (the mixing bar), or
 // null without the lenses.
 export function mixingRatio(result, lenses, layer, token) {
-  if (!lenses || lenses.n !== result.n || lenses.text !== result.text) return null;
-  return lenses.mixing_ratio[layer * result.n + token];
+  const at = rowsOf(result, lenses, token);
+  return at ? lenses.mixing_ratio[at.ratio(layer)] : null;
 }
 
 // What the engine computes for a figure that shows one token's row through `lens`: the token's

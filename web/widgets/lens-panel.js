@@ -22,7 +22,8 @@ export const LENS_CSS = `
   .faithfulness table { border-collapse: collapse; margin: 0.3em 0; }
   .faithfulness th, .faithfulness td { text-align: left; padding: 0.1em 0.8em 0.1em 0; font-weight: normal; }
   .faithfulness td.rho { font-variant-numeric: tabular-nums; text-align: right; }
-  .faithfulness .caveat { color: var(--attn-muted); font-size: 0.92em; margin: 0.2em 0; }
+  .faithfulness .caveat, .mixing .caveat { color: var(--attn-muted); font-size: 0.92em; margin: 0.2em 0; }
+  details.caveat p { margin: 0.2em 0 0.4em; }
 `;
 
 // The five lenses as toggle buttons, with the shown lens's definition under them. onSelect gets
@@ -70,7 +71,9 @@ export class MixingBar {
     this.el = h('div.mixing', {},
       this.text,
       h('div.track', { 'aria-hidden': 'true' }, this.fill),
-      h('p.caveat', { text: 'Context mixing: of the parts that make up the token\u2019s new vector in this layer (one per token: all heads, the residual, through the LayerNorm), the share of their total length that comes from other tokens. The token\u2019s own part is its vector carried by the residual plus what the heads took from it. The whole-block lens measures closeness, not length, so its share for the token itself differs.' }));
+      h('details.caveat', {},
+        h('summary', { text: 'What this measures' }),
+        h('p', { text: 'Of the parts that make up the token\u2019s new vector in this layer (one per token: all heads, the residual, through the LayerNorm), the share of their total length that comes from other tokens. The token\u2019s own part is its vector carried by the residual plus what the heads took from it. The whole-block lens measures closeness, not length, so its share for the token itself differs.' })));
   }
 
   update(ratio, layer, word) {
@@ -106,7 +109,10 @@ export class FaithfulnessPanel {
     this.table = h('table', { hidden: true });
     this.el = h('div.faithfulness', {},
       h('b', { text: 'Which lens agrees with the model here?' }),
-      h('p.caveat', { text: 'Hide the word ([MASK]) and let the model predict it; then hide each other token in turn and measure how much the log-probability of that prediction drops. A lens agrees with the model when it ranks the tokens as those drops do: Spearman\u2019s rho, from \u22121 to 1, with 0 what a ranking at random gives on average. The grade reads a model-wide version of each lens, named in the table, at this word\u2019s row with the word hidden, not the row drawn above. One sentence is one sample.' }),
+      h('p.caveat', { text: 'Spearman\u2019s rho between each lens and what hiding each token does to the model\u2019s prediction of this word; a random ranking gives 0 on average. One sentence is one sample.' }),
+      h('details.caveat', {},
+        h('summary', { text: 'How the grade works' }),
+        h('p', { text: 'Hide the word ([MASK]) and let the model predict it; then hide each other token in turn and measure how much the log-probability of that prediction drops. A lens agrees with the model when it ranks the tokens as those drops do: Spearman\u2019s rho, from \u22121 to 1. The grade reads a model-wide version of each lens, named in the table, at this word\u2019s row with the word hidden, not the row drawn above.' })),
       this.start, this.cost, this.status, this.table);
   }
 
