@@ -135,7 +135,9 @@ export class FaithfulnessPanel {
       return;
     }
     const word = view.result.tokens[view.token].text;
-    const label = `Grade the lenses for \u201c${word}\u201d`;
+    // Occlusion is one pass of the model per other token: say how many, as a long sentence takes
+    // seconds (about an analysis each).
+    const label = `Grade the lenses for \u201c${word}\u201d (${view.result.n - 3} passes of the model)`;
     this.start.textContent = label;
     this.start.hidden = false;
     this.figure.figureEngine().then(vocabularyDownload).then((note) => {
