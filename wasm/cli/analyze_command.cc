@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/json.h"
 #include "cli/shards.h"
@@ -41,9 +42,8 @@ struct Options {
 };
 
 bool ParseInt(const char* s, int* out) {
-  char* end = nullptr;
-  const long v = std::strtol(s, &end, 10);
-  if (end == s || *end != '\0' || v < -1000000 || v > 1000000) return false;
+  long v = 0;
+  if (!ParseInteger(s, -1000000, 1000000, &v)) return false;
   *out = static_cast<int>(v);
   return true;
 }

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/json.h"
 #include "cli/text.h"
@@ -54,9 +55,8 @@ int ParseOptions(int argc, char** argv, Options* options) {
     } else if (arg == "--sentences" && has_value) {
       options->sentences_path = argv[++i];
     } else if (arg == "--mask-every" && has_value) {
-      char* end = nullptr;
-      const long k = std::strtol(argv[++i], &end, 10);
-      if (end == argv[i] || *end != '\0' || k < 2 || k > 1000) {
+      long k = 0;
+      if (!ParseInteger(argv[++i], 2, 1000, &k)) {
         std::fprintf(stderr, "attention-cli compare: --mask-every needs an integer in [2, 1000], "
                              "got '%s'.\n%s", argv[i], kUsage);
         return 2;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/json.h"
 #include "cli/shards.h"
@@ -38,9 +39,8 @@ struct Options {
 };
 
 bool ParsePosition(const std::string& s, int* out) {
-  char* end = nullptr;
-  const long v = std::strtol(s.c_str(), &end, 10);
-  if (s.empty() || end != s.c_str() + s.size() || v < 0 || v > 1000000) return false;
+  long v = 0;
+  if (!ParseInteger(s.c_str(), 0, 1000000, &v)) return false;
   *out = static_cast<int>(v);
   return true;
 }

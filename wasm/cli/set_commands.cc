@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/json.h"
 #include "cli/shards.h"
@@ -31,14 +32,6 @@ struct SetOptions {
   int32_t threads = 0;  // contribution, lens-set: 0 = one per core (at most 8)
   bool mean_ablation = false;  // contribution --ablation mean
 };
-
-bool ParseCount(const char* s, long low, long high, long* out) {
-  char* end = nullptr;
-  const long v = std::strtol(s, &end, 10);
-  if (end == s || *end != '\0' || v < low || v > high) return false;
-  *out = v;
-  return true;
-}
 
 // Returns 0 when parsed, else the exit code (usage errors are 2).
 int ParseSetOptions(const char* command, const char* usage, int argc, char** argv, SetOptions* options) {
@@ -67,14 +60,14 @@ int ParseSetOptions(const char* command, const char* usage, int argc, char** arg
       }
       options->mean_ablation = kind == "mean";
     } else if (arg == "--threads" && has_value) {
-      if (!ParseCount(argv[++i], 1, 64, &value)) {
+      if (!ParseInteger(argv[++i], 1, 64, &value)) {
         std::fprintf(stderr, "attention-cli %s: --threads needs a whole number from 1 to 64, got '%s'.\n%s",
                      command, Printable(argv[i]).c_str(), usage);
         return 2;
       }
       options->threads = static_cast<int32_t>(value);
     } else if ((arg == "--resamples" || arg == "--permutations" || arg == "--seed") && has_value) {
-      if (!ParseCount(argv[++i], 0, 100000000, &value)) {
+      if (!ParseInteger(argv[++i], 0, 100000000, &value)) {
         std::fprintf(stderr, "attention-cli %s: %s needs a whole number from 0 to 100000000, got '%s'.\n%s",
                      command, arg.c_str(), Printable(argv[i]).c_str(), usage);
         return 2;

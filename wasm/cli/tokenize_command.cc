@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/json.h"
 #include "cli/text.h"
@@ -172,10 +173,8 @@ int RunTokenize(int argc, char** argv) {
       } else if (arg == "--model") {
         model_path = value;
       } else {
-        char* end = nullptr;
-        errno = 0;
-        const long n = std::strtol(value.c_str(), &end, 10);
-        if (errno != 0 || end == value.c_str() || *end != '\0' || n < 2 || n > 1000000000) {
+        long n = 0;
+        if (!ParseInteger(value.c_str(), 2, 1000000000, &n)) {
           return UsageError("--max-length needs an integer from 2 to 1000000000, got '" + value + "'");
         }
         max_length = static_cast<int32_t>(n);

@@ -117,23 +117,6 @@ export function lensRowOf(view) {
   return { lens: DEFAULT_LENS, asked, row: attentionRow(result, layer, head, token), total: null, note };
 }
 
-// A drawn row's facts, computed from the row itself (any lens): {sum, max, argmax,
-// ratio_to_uniform, entropy (nats)}; the same definitions as the engine's row statistics.
-export function rowFacts(row) {
-  const n = row.length;
-  let sum = 0, max = -Infinity, argmax = 0, entropy = 0;
-  for (let j = 0; j < n; ++j) {
-    const v = row[j];
-    sum += v;
-    if (v > max) {
-      max = v;
-      argmax = j;
-    }
-    if (v > 0) entropy -= v * Math.log(v);
-  }
-  return { sum, max, argmax, ratio_to_uniform: max * n, entropy };
-}
-
 function shares(row) {
   let total = 0;
   for (const v of row) total += v;

@@ -7,11 +7,11 @@
 import { AttentionFigure, define } from './base.js';
 import { css, paintWeights, weightColour } from './colour.js';
 import { attentionMatrix, headLabel, isSpecial, rowStat } from '../engine/result.js';
-import { headsForToken, labelledHeadName, shortHeadLabel } from './data.js';
+import { headsForToken, labelledHeadName, rowSummary, shortHeadLabel } from './data.js';
 import { h, MIN_LABEL_PX, scrollBox, setText, thinLabels, unwatchWidth, watchWidth } from './dom.js';
 import { fmt, headShort } from './format.js';
 import { barLegend, FULL_SCALE, RowChart, selectedRowPanels, specialShare } from './bars.js';
-import { LENSES, lensLegend, lensReading, lensRowOf, mixingRatio, rowFacts } from '../engine/lenses.js';
+import { LENSES, lensLegend, lensReading, lensRowOf, mixingRatio } from '../engine/lenses.js';
 import { FaithfulnessPanel, LENS_CSS, LensSwitch, MixingBar } from './lens-panel.js';
 import { CHIP_CSS, TokenChips } from './controls.js';
 import { CellReadout, partAt, wireProbe } from './readout.js';
@@ -599,7 +599,7 @@ class AttentionInstrument extends AttentionFigure {
     const shown = this._shown;
     const tokenChanged = shown.token !== token || shown.result !== result;
     const { lens, row, note, total } = lensRowOf(view);
-    const s = rowFacts(row);
+    const s = rowSummary(row);
     const word = result.tokens[token].text;
     // On the scale from 0 to 1, each bar on its track: the row's budget is in view.
     const scaleMax = FULL_SCALE;

@@ -5,7 +5,8 @@
 // token used, not only what it paid: web/engine/lenses.js), with the share of the token's new
 // vector that came from other tokens, and a live score of which lens agrees with the model.
 import { AttentionFigure, define } from './base.js';
-import { LENSES, lensLegend, lensReading, lensRowOf, mixingRatio, rowFacts } from '../engine/lenses.js';
+import { LENSES, lensLegend, lensReading, lensRowOf, mixingRatio } from '../engine/lenses.js';
+import { rowSummary } from './data.js';
 import { CONTROLS_CSS, HeadMenu, TokenChips } from './controls.js';
 import { h, setText } from './dom.js';
 import { fmt } from './format.js';
@@ -52,7 +53,7 @@ class AttentionRow extends AttentionFigure {
     const { result, token, layer, head, showSpecial } = view;
     const word = result.tokens[token].text;
     const { lens, row, note } = lensRowOf(view);
-    const s = rowFacts(row);
+    const s = rowSummary(row);
     // On the scale from 0 to 1, each bar on its track: the row's budget is in view.
     const scaleMax = FULL_SCALE;
     p.chips.update(result, token, showSpecial);

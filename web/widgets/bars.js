@@ -6,7 +6,8 @@
 import { h, scrollBox, setText } from './dom.js';
 import { fmt, fmtWeight, signed as signedText } from './format.js';
 import { isSpecial } from '../engine/result.js';
-import { lensDefinition, lensReading, lensRowOf, rowFacts } from '../engine/lenses.js';
+import { lensDefinition, lensReading, lensRowOf } from '../engine/lenses.js';
+import { rowSummary } from './data.js';
 
 // The top of the scale on which a row's bars are the share of its budget of 1, drawn with a
 // track (Figure 1, <attention-row>, the exported pictures of them and of Figure 5).
@@ -232,7 +233,7 @@ export function rowPanel({ tokens, roles, row, selected = -1, showSpecial = true
 export function selectedRowPanels(view) {
   const { result, token, layer, head, showSpecial } = view;
   const { lens, row, total } = lensRowOf(view);
-  const s = rowFacts(row);
+  const s = rowSummary(row);
   const hidden = showSpecial ? '' : ` [CLS] and [SEP] not drawn; they hold ${fmt(specialShare(row, result.roles), 4)}.`;
   const of = total === null ? '' : ` (shares of ${fmt(total, 4)}, the row's total vector length)`;
   return {
