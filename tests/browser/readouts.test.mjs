@@ -459,6 +459,9 @@ describe('the figures\u2019 tracks, labels and readouts', { timeout: 300000 }, (
         const before = await shownRow(page);
         await page.locator('#instrument button.chip').nth(Math.max(1, before.token - 2)).click();
         await figuresDrawn(page);
+        // The click's row is drawn a few tasks later (under a full run's load, after the read); wait
+        // up to 10 s for it, then assert.
+        await page.waitForFunction((t) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.token !== String(t), before.token, { timeout: 10000 }).catch(() => {});
         assert.notEqual((await shownRow(page)).token, before.token);
       }
       const shown = await shownRow(page);
