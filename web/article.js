@@ -8,6 +8,7 @@
 // opens the live instrument on exactly that state as soon as the model is ready.
 // First of all imports, so that it runs before the figures' modules are evaluated.
 import { modelChoice } from './start-engine.js';
+import { wireModelChooser } from './runtime/model-chooser.js';
 import { DEFAULT_MANIFEST_URL, loadManifest, manifestModel, startBytes } from './engine/engine.js';
 import { EngineSession, PairLoop, ViewLoop } from './runtime/session.js';
 // A figure placed on the page with its own sentence (by an author's script) follows its attributes.
@@ -93,7 +94,7 @@ function sessionChanged() {
 async function loadExample(choice) {
   try {
     page.manifest = await loadManifest(DEFAULT_MANIFEST_URL);
-    if (choice.modelUrl) return;  // an explicit model file has no precomputed example
+    if (choice.modelUrl || choice.checkpoint) return;  // an explicit model file or a checkpoint has no precomputed example
     const entry = manifestModel(page.manifest, choice.model ?? page.manifest.default);
     if (choice.model && entry) page.sources = { 'model-src': new URL(entry.file, DEFAULT_MANIFEST_URL).href };
     if (!entry?.sha256 || !/^[0-9a-f]{64}$/.test(entry.sha256)) return;
@@ -506,6 +507,8 @@ async function startEngine() {
   if (!engine) return;
   page.model = describeModel(engine.info);
   performance.mark('attention:engine-ready');
+  // A model the reader chose has no example computed ahead: the figures go live at once.
+  if (session.options.checkpoint && !store.get().live) store.set({ live: true });
   // Before the example's first drawing (a second visit reads the engine from the cache), that
   // drawing picks the engine up.
   if (firstRenderDone) render();
@@ -618,6 +621,7 @@ addEventListener('hashchange', restoreFromHash);
 // The engine's download starts at once: it runs in a worker and over the network while the
 // page draws the precomputed example, and neither waits for the other.
 startEngine();
+wireModelChooser();
 await loadExample(modelChoice());
 await render();
 firstRenderDone = true;

@@ -5,15 +5,20 @@
 // evaluated), and as the first import of its entry (the article's, a post's), so that it runs
 // first there too where the async script has not run yet. A module runs once per page however
 // often it is named. The page's EngineSession (web/runtime/session.js) asks getEngine for the same
-// options later and gets this same engine, with the progress reported so far. The article
-// reads its choice of model from its address (<html data-model-from-address>); the posts load
-// the default, whose set statistics they show.
+// options later and gets this same engine, with the progress reported so far. Every page reads
+// a checkpoint the reader chose from its hash; the article also ?model= and ?model-src=
+// (<html data-model-from-address>).
 import { getEngine } from './engine/engine.js';
+import { checkpointFromHash } from './engine/hub.js';
 
-// The article's choice of model from its address (getEngine's options): ?model=KEY (from the
+// The page's choice of model from its address (getEngine's options): a checkpoint named in the
+// hash (every page), else, on the article (<html data-model-from-address>), ?model=KEY (from the
 // manifest) or ?model-src=URL (same origin only, so a link cannot make the page fetch from
-// elsewhere). The posts always load the default: their set statistics are the default's.
+// elsewhere). Without a checkpoint the posts load the default, whose set statistics they show.
 export function modelChoice() {
+  const checkpoint = checkpointFromHash();
+  if (checkpoint) return { checkpoint };
+  if (!document.documentElement.hasAttribute('data-model-from-address')) return {};
   const params = new URLSearchParams(location.search);
   const choice = {};
   const key = params.get('model');
@@ -30,6 +35,5 @@ export function modelChoice() {
   return choice;
 }
 
-const options = document.documentElement.hasAttribute('data-model-from-address') ? modelChoice() : {};
 // A failure is the page's session's to show (it gets the same promise); not an unhandled one.
-getEngine(options).catch(() => {});
+getEngine(modelChoice()).catch(() => {});

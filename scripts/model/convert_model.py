@@ -31,13 +31,19 @@ from scripts.model.modelfile import ModelFileError
 
 CONFIG_KEY = "attn_model_file"
 CONVERTER = "scripts/model/convert_model.py"
-BERT_PREFIX = "bert."
-TIED_DECODER_WEIGHT = "cls.predictions.decoder.weight"
-TIED_DECODER_BIAS = "cls.predictions.decoder.bias"
-WORD_EMBEDDINGS = modelfile.EMBEDDING_TENSORS[0][0]
-MLM_BIAS = modelfile.MLM_HEAD_TENSORS[-1][0]
+# How a checkpoint's names, config and tokenizer settings map to the engine's: one table, which
+# the page's reader of checkpoints (web/engine/checkpoint.js) applies too.
+CHECKPOINT_TABLE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "web",
+                                     "engine", "bert_checkpoint.json")
+with open(CHECKPOINT_TABLE_PATH, encoding="utf-8") as _table_file:
+    CHECKPOINT = json.load(_table_file)
+NAMES = CHECKPOINT["names"]
+BERT_PREFIX = NAMES["strip_prefix"]
+TIED_DECODER_WEIGHT, WORD_EMBEDDINGS = NAMES["tied"][0]
+TIED_DECODER_BIAS, MLM_BIAS = NAMES["tied"][1]
+assert WORD_EMBEDDINGS == modelfile.EMBEDDING_TENSORS[0][0] and MLM_BIAS == modelfile.MLM_HEAD_TENSORS[-1][0]
 # Next-sentence-prediction head of BertForPreTraining checkpoints: not used by the article.
-DROPPED_PREFIXES = ("cls.seq_relationship.",)
+DROPPED_PREFIXES = tuple(NAMES["dropped_prefixes"])
 
 
 class ConversionError(ValueError):
@@ -156,20 +162,18 @@ def config_from_hf(hf_config_dict, source):
         raise ConversionError(f"{source}: {message}; the engine runs only plain BERT encoders "
                               f"(Hugging Face BertModel semantics)")
 
-    model_type = c.get("model_type", "bert")
-    if model_type != "bert":
+    rules = CHECKPOINT["config"]
+    defaults = rules["defaults"]
+    model_type = c.get("model_type", defaults["model_type"])
+    if model_type not in rules["model_types"]:
         refuse(f"model_type is {model_type!r}, not 'bert'")
-    act = c.get("hidden_act", "gelu")
-    if act != "gelu":
-        refuse(f"hidden_act is {act!r}; the engine implements only 'gelu' (the exact erf GELU)")
-    position = c.get("position_embedding_type", "absolute")
-    if position != "absolute":
-        refuse(f"position_embedding_type is {position!r}; only 'absolute' is implemented")
-    if c.get("is_decoder") or c.get("add_cross_attention"):
-        refuse("it is configured as a decoder (is_decoder / add_cross_attention)")
-    missing = [k for k in ("vocab_size", "hidden_size", "num_hidden_layers",
-                           "num_attention_heads", "intermediate_size", "max_position_embeddings")
-               if k not in c]
+    for key, (only, why) in rules["only"].items():
+        value = c.get(key, defaults[key])
+        if value != only:
+            refuse(f"{key} is {value!r}; {why}")
+    if any(c.get(flag) for flag in rules["refused_flags"]):
+        refuse("it is configured as a decoder (" + " / ".join(rules["refused_flags"]) + ")")
+    missing = [k for k in rules["required"] if k not in c]
     if missing:
         raise ConversionError(f"{source}: config.json lacks {', '.join(missing)}")
     config = modelfile.BertConfig(
@@ -177,8 +181,8 @@ def config_from_hf(hf_config_dict, source):
         num_hidden_layers=c["num_hidden_layers"], num_attention_heads=c["num_attention_heads"],
         intermediate_size=c["intermediate_size"],
         max_position_embeddings=c["max_position_embeddings"],
-        type_vocab_size=c.get("type_vocab_size", 2),
-        layer_norm_eps=float(np.float32(c.get("layer_norm_eps", 1e-12))))
+        type_vocab_size=c.get("type_vocab_size", defaults["type_vocab_size"]),
+        layer_norm_eps=float(np.float32(c.get("layer_norm_eps", defaults["layer_norm_eps"]))))
     try:
         config.validate()
     except ModelFileError as e:
@@ -188,8 +192,9 @@ def config_from_hf(hf_config_dict, source):
 
 def load_hf_weights(hf_dir):
     """(state: name -> float32 numpy array, weights file path) from the folder."""
-    safetensors_path = os.path.join(hf_dir, "model.safetensors")
-    bin_path = os.path.join(hf_dir, "pytorch_model.bin")
+    safetensors_name, bin_name = CHECKPOINT["files"]["weights"]  # the first is preferred
+    safetensors_path = os.path.join(hf_dir, safetensors_name)
+    bin_path = os.path.join(hf_dir, bin_name)
     if os.path.exists(safetensors_path):
         arrays, _ = safetensors_io.load(safetensors_path)
         return {k: np.asarray(v, dtype=np.float32) for k, v in arrays.items()}, safetensors_path
@@ -208,9 +213,9 @@ def bert_model_weights(state, source):
     dropped = []
     for key, values in state.items():
         name = key[len(BERT_PREFIX):] if key.startswith(BERT_PREFIX) else key
-        name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace(
-            "LayerNorm.beta", "LayerNorm.bias")
-        if name.endswith("position_ids"):
+        for old, new in NAMES["renames"]:
+            name = name.replace(old, new)
+        if name.endswith(tuple(NAMES["ignored_suffixes"])):
             continue  # a buffer of 0..P-1 that older transformers versions saved
         if name.startswith(DROPPED_PREFIXES):
             dropped.append(key)
@@ -249,8 +254,7 @@ def read_vocab(hf_dir):
 
 
 # The special tokens the engine's tokenizer finds in the vocabulary by these texts.
-SPECIAL_TOKENS = {"cls_token": "[CLS]", "sep_token": "[SEP]", "unk_token": "[UNK]",
-                  "pad_token": "[PAD]", "mask_token": "[MASK]"}
+SPECIAL_TOKENS = CHECKPOINT["tokenizer"]["special_tokens"]
 
 
 def read_tokenizer(hf_dir):
@@ -265,7 +269,7 @@ def read_tokenizer(hf_dir):
     if not isinstance(settings, dict):
         raise ConversionError(f"{path}: not a JSON object")
     kind = settings.get("tokenizer_class")
-    if kind is not None and kind not in ("BertTokenizer", "BertTokenizerFast"):
+    if kind is not None and kind not in CHECKPOINT["tokenizer"]["classes"]:
         raise ConversionError(f"{path}: tokenizer_class is {kind!r}; this engine has BERT's WordPiece "
                               f"tokenizer only (BertTokenizer)")
     for key, text in SPECIAL_TOKENS.items():

@@ -15,9 +15,20 @@ export const BUNDLE_PATH = join(root, 'web', 'dist', 'attention-widgets.js');
 // outfile: where to write the bundle (tests/js/licence.test.mjs builds one in a temporary folder);
 // the helper goes beside it.
 export async function buildEmbed({ outfile = BUNDLE_PATH, helperOutfile = join(dirname(outfile), 'attention-frames.js') } = {}) {
-  await bundle(join(root, 'web', 'embed-bundle.js'), outfile);
+  await bundle(join(root, 'web', 'embed-bundle.js'), outfile, { plugins: [lazyCheckpoint] });
   await bundle(join(root, 'web', 'widgets', 'frame-host.js'), helperOutfile);
 }
+
+// The reader of Hugging Face checkpoints (web/engine/checkpoint.js and what only it imports) is
+// loaded only when a figure is given one (model-src="hf:..."), and then by the engine's worker,
+// which imports web/engine/ as it is: the bundle leaves it outside itself, imported by its
+// address beside dist/, instead of carrying its 40 kB for every figure.
+const lazyCheckpoint = {
+  name: 'lazy-checkpoint',
+  setup(build) {
+    build.onResolve({ filter: /^\.\/checkpoint\.js$/ }, (args) => (args.kind === 'dynamic-import' ? { path: '../engine/checkpoint.js', external: true } : undefined));
+  },
+};
 
 // One ES module from entry and everything it imports, minified, with a linked source map and
 // the licence banner; `plugins` (esbuild's) decide what stays outside it (build_pages.mjs).

@@ -16,6 +16,7 @@
 
 #include "core/analysis.h"
 #include "core/lenses.h"
+#include "core/tensor_table.h"
 
 namespace {
 
@@ -50,6 +51,42 @@ val Schema() {
   schema.set("roles", roles);
   schema.set("head_labels", labels);
   return schema;
+}
+
+// The tensors a model file of this config holds, in file order (core/tensor_table.h, the one
+// table): [{name, shape}], or {error} naming what is wrong with the config. The page's reader of
+// Hugging Face checkpoints (web/engine/checkpoint.js) writes its model file in this order, so
+// that the names and shapes are not spelled a second time in JS. config: an object with the
+// ModelConfig fields under their Hugging Face names.
+val ExpectedTensorList(val config, bool with_pooler, bool with_masked_lm_head) {
+  auto field = [&](const char* name) -> uint32_t {
+    val v = config[name];
+    if (!v.isNumber()) return 0;
+    double d = v.as<double>();
+    return d >= 0 && d <= 4294967295.0 && d == static_cast<double>(static_cast<uint32_t>(d)) ? static_cast<uint32_t>(d) : 0;
+  };
+  attn::ModelConfig c;
+  c.vocab_size = field("vocab_size");
+  c.hidden_size = field("hidden_size");
+  c.num_hidden_layers = field("num_hidden_layers");
+  c.num_attention_heads = field("num_attention_heads");
+  c.intermediate_size = field("intermediate_size");
+  c.max_position_embeddings = field("max_position_embeddings");
+  c.type_vocab_size = field("type_vocab_size");
+  val eps = config["layer_norm_eps"];
+  c.layer_norm_eps = eps.isNumber() ? static_cast<float>(eps.as<double>()) : 0.0f;
+  attn::Status status = attn::ValidateConfig(c);
+  if (!status.ok()) return ErrorObject(status.message());
+  val list = val::array();
+  for (const attn::TensorSpec& spec : attn::ExpectedTensors(c, with_pooler, with_masked_lm_head)) {
+    val shape = val::array();
+    for (uint32_t k = 0; k < spec.ndim; ++k) shape.call<void>("push", spec.shape[k]);
+    val entry = val::object();
+    entry.set("name", spec.name);
+    entry.set("shape", shape);
+    list.call<void>("push", entry);
+  }
+  return list;
 }
 
 class Engine {
@@ -433,6 +470,7 @@ EMSCRIPTEN_BINDINGS(attention_engine) {
   emscripten::constant("OUTPUT_VALUE_NORMS", static_cast<int>(attn::kOutputValueNorms));
   emscripten::constant("OUTPUT_VALUES", static_cast<int>(attn::kOutputValues));
   emscripten::function("schema", &Schema);
+  emscripten::function("expectedTensors", &ExpectedTensorList);
   emscripten::class_<Engine>("Engine")
       .constructor<>()
       .function("load", &Engine::Load)

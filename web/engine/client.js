@@ -20,8 +20,8 @@ class LocalHost {
     this.next = 0;
   }
 
-  async load(options, onProgress, early = null) {
-    const engine = await createEngine({ ...options, early, memoBytes: 0, onProgress });
+  async load(options, onProgress, early = null, signal = undefined) {
+    const engine = await createEngine({ ...options, early, signal, memoBytes: 0, onProgress });
     const id = ++this.next;
     this.engines.set(id, engine);
     return { id, info: engine.info, timings: engine.timings };
@@ -95,18 +95,22 @@ class WorkerHost {
     worker.addEventListener('messageerror', () => this.kill(new EngineError('engine', 'A result from the engine could not be read. Reload the page to start it again.')));
   }
 
-  send(message, onProgress, transfer = []) {
+  // signal: an AbortSignal that cancels the request in the worker (a checkpoint's download).
+  send(message, onProgress, transfer = [], signal = undefined) {
     if (this.dead) return Promise.reject(this.dead);
     const id = ++this.next;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, onProgress });
       this.worker.postMessage({ ...message, id }, transfer);
+      signal?.addEventListener('abort', () => {
+        if (this.pending.has(id)) this.worker.postMessage({ op: 'cancel', target: id });
+      }, { once: true });
     });
   }
 
   // early (startDownload's answer) goes along with its body as a transferred stream.
-  load(options, onProgress, early = null) {
-    if (!early) return this.send({ op: 'load', options }, onProgress);
+  load(options, onProgress, early = null, signal = undefined) {
+    if (!early) return this.send({ op: 'load', options }, onProgress, [], signal);
     const { response } = early;
     if (this.dead) {
       response.body?.cancel().catch(() => {});
@@ -356,14 +360,23 @@ const absolute = (url) => (url === undefined ? undefined : new URL(url, typeof l
 // with the figures that read it) while the worker starts, and the model file is requested as
 // soon as the manifest names it (startDownload); the worker then fetches the glue and the wasm
 // and reads the model's answer.
-async function loadClient({ manifestUrl = DEFAULT_MANIFEST_URL, model, modelUrl, engineUrl }, onProgress) {
-  const options = { manifestUrl: absolute(manifestUrl), model, modelUrl: absolute(modelUrl), engineUrl: absolute(engineUrl) };
+// checkpoint: a Hugging Face checkpoint in place of a model file (createEngine's option), whose
+// download signal cancels.
+async function loadClient({ manifestUrl = DEFAULT_MANIFEST_URL, model, modelUrl, engineUrl, checkpoint }, onProgress, signal = undefined) {
+  const options = { manifestUrl: absolute(manifestUrl), model, modelUrl: absolute(modelUrl), engineUrl: absolute(engineUrl), ...(checkpoint ? { checkpoint } : {}) };
   const hostPromise = engineHost();
-  const manifest = options.engineUrl && options.modelUrl ? null : await loadManifest(options.manifestUrl);
-  const early = startDownload(modelSource({ manifest, base: options.manifestUrl, model, modelUrl: options.modelUrl })).catch(() => null);
+  const manifest = options.engineUrl && (options.modelUrl || checkpoint) ? null : await loadManifest(options.manifestUrl);
+  const early = checkpoint ? null : startDownload(modelSource({ manifest, base: options.manifestUrl, model, modelUrl: options.modelUrl })).catch(() => null);
   const host = await hostPromise;
-  const { id, info, timings } = await host.load({ ...options, manifest }, onProgress, await early);
+  const { id, info, timings } = await host.load({ ...options, manifest }, onProgress, await early, signal);
   return new EngineClient(host, id, info, timings);
+}
+
+// An engine of its own for options (getEngine's), not shared: the model chooser's, which loads
+// a checkpoint beside the page's engine (whose figures go on meanwhile) and can be cancelled
+// with signal.
+export function loadEngine(options, { onProgress = () => {}, signal } = {}) {
+  return loadClient(options, onProgress, signal);
 }
 
 // The page's shared engines: every widget calls getEngine() and all who ask for the same
@@ -381,8 +394,9 @@ export function onEngineProgress(listener) {
   return () => progressListeners.delete(listener);
 }
 
-function engineKey({ manifestUrl = DEFAULT_MANIFEST_URL, model = '', modelUrl = '', engineUrl = '' }) {
-  return JSON.stringify([manifestUrl, model, modelUrl, engineUrl]);
+function engineKey({ manifestUrl = DEFAULT_MANIFEST_URL, model = '', modelUrl = '', engineUrl = '', checkpoint = null }) {
+  const from = checkpoint ? [checkpoint.hub ?? '', checkpoint.id ?? '', checkpoint.revision ?? '', checkpoint.files ? checkpoint : ''] : [];
+  return JSON.stringify([manifestUrl, model, modelUrl, engineUrl, ...from]);
 }
 
 export function getEngine(options = {}) {

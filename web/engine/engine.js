@@ -17,6 +17,8 @@
 //   local.js     the in-thread engine (AttentionEngine, createEngine), text limits, the memo
 //   protocol.js  the operations a host runs for a client: one table, used by the worker too
 //   client.js    the hosts (worker or this thread), EngineClient, the page's shared engines
+//   hub.js, checkpoint.js, tensor_files.js: a Hugging Face checkpoint (from the hub or the
+//                reader's files) made into a model file, loaded only when one is chosen
 // The worker imports errors, files, local and protocol only; this facade keeps every import
 // path that names engine.js, and is the engine's public API (the modules' other exports are
 // for each other).
@@ -24,4 +26,4 @@ export { describeWasmFailure, EngineError, isSuperseded, thousands } from './err
 export { DEFAULT_MANIFEST_URL, loadManifest, manifestModel, MAX_MODEL_FILE_BYTES, notWasm, startBytes } from './files.js';
 export { AttentionEngine, createEngine, ENGINE_FILES, hasRelaxedSimd, MAX_TEXT_CHARS, tooLong, wellFormed } from './local.js';
 export { hostOperation, operationArgs, OPERATIONS, runEngineOperation } from './protocol.js';
-export { currentEngine, EngineClient, getEngine, getSideEngine, onEngineProgress, resetSharedEngine, WORKER_URL } from './client.js';
+export { currentEngine, EngineClient, getEngine, getSideEngine, loadEngine, onEngineProgress, resetSharedEngine, WORKER_URL } from './client.js';

@@ -66,7 +66,7 @@ async function policyRefused(url) {
 // The response for url: from the cache under cacheKey when it is there, else the answer the page
 // already has (early: a Response, see startDownload), else from the network; with reload,
 // straight from the server, past the cache and the browser's HTTP cache.
-async function openResponse(url, cacheKey, { reload = false, early = null } = {}) {
+async function openResponse(url, cacheKey, { reload = false, early = null, signal } = {}) {
   const cache = cacheKey ? await openCache() : null;
   let response = cache && !reload ? await cache.match(cacheKey) : undefined;
   const fromCache = Boolean(response);
@@ -75,12 +75,14 @@ async function openResponse(url, cacheKey, { reload = false, early = null } = {}
   const fromPage = response === early && Boolean(early);
   if (!response) {
     try {
-      response = await fetch(url, { cache: reload ? 'reload' : 'no-cache' });
+      response = await fetch(url, { cache: reload ? 'reload' : 'no-cache', signal });
     } catch (error) {
+      if (signal?.aborted) throw error;
       throw await fetchFailure(url, error);
     }
     if (!response.ok) {
-      throw new EngineError('http', `Could not download ${url}: the server answered ${response.status} ${response.statusText}.`.replace(' .', '.'));
+      response.body?.cancel().catch(() => {});
+      throw Object.assign(new EngineError('http', `Could not download ${url}: the server answered ${response.status} ${response.statusText}.`.replace(' .', '.')), { status: response.status });
     }
   }
   return { response, fromCache, fromPage, cache };
@@ -154,7 +156,7 @@ async function problemWith(bytes, contentType, checksum) {
     return `got ${bytes.length} bytes, expected ${checksum.bytes}`;
   }
   if (globalThis.crypto?.subtle && hex(await crypto.subtle.digest('SHA-256', bytes)) !== checksum.sha256) {
-    return 'its SHA-256 does not match the manifest';
+    return `its SHA-256 does not match ${checksum.from ?? 'the manifest'}`;
   }
   return null;
 }
@@ -170,8 +172,10 @@ async function problemWith(bytes, contentType, checksum) {
 // the error. A file over limit is refused before its body is read where the server says its
 // length, and as soon as more than limit bytes have come otherwise (F5).
 // early: the page's own answer for url (startDownload), used for the first attempt. `from` says
-// where the bytes used came from: 'cache', 'page' (early) or 'network'.
-export async function fetchVerified(url, { what, kind, cacheKey = null, checksum = null, limit = MAX_MODEL_FILE_BYTES, onProgress = () => {}, contentType = 'application/octet-stream', early = null }, use) {
+// where the bytes used came from: 'cache', 'page' (early) or 'network'. signal: an AbortSignal
+// that stops the download. keep: 'later' caches nothing itself and returns keep(), which caches
+// the bytes (a file that is only part of a model: cached once the whole model has loaded).
+export async function fetchVerified(url, { what, kind, cacheKey = null, checksum = null, limit = MAX_MODEL_FILE_BYTES, onProgress = () => {}, contentType = 'application/octet-stream', early = null, signal, keep = 'now' }, use) {
   const most = Math.min(limit, Number.isInteger(checksum?.bytes) && checksum.bytes > 0 ? checksum.bytes : limit);
   const tooLarge = most < limit ? `got more than ${most} bytes, expected ${most}` : `it is more than ${limit} bytes, more than this engine loads`;
   const attempts = cacheKey && !isFileUrl(url) ? [false, true] : [false];
@@ -188,7 +192,7 @@ export async function fetchVerified(url, { what, kind, cacheKey = null, checksum
       else onProgress({ loaded: bytes.length, total: bytes.length, percent: 100, fromCache: false });
     } else {
       let response;
-      ({ response, fromCache, fromPage, cache } = await openResponse(url, cacheKey, { reload, early: reload ? null : early }));
+      ({ response, fromCache, fromPage, cache } = await openResponse(url, cacheKey, { reload, early: reload ? null : early, signal }));
       type = response.headers.get('content-type');
       // A compressed answer's length is the compressed one (a lower bound of the file's): the
       // progress counts the file's own bytes, so it goes by the manifest's size then.
@@ -203,12 +207,13 @@ export async function fetchVerified(url, { what, kind, cacheKey = null, checksum
     const problem = bytes ? await problemWith(bytes, type, checksum) : tooLarge;
     const used = problem ? null : await use(bytes);
     if (used && !used.refusal) {
-      if (cache && !fromCache) {
-        // Not awaited: the bytes are here, and a full or refused cache only costs the next visit
-        // a download.
-        cache.put(cacheKey, new Response(bytes, { headers: { 'content-type': contentType } })).catch(() => {});
-      }
-      return { value: used.value, bytes: bytes.length, from: fromCache ? 'cache' : fromPage ? 'page' : 'network' };
+      const put = () => cache.put(cacheKey, new Response(bytes, { headers: { 'content-type': contentType } })).catch(() => {});
+      const from = fromCache ? 'cache' : fromPage ? 'page' : 'network';
+      if (keep === 'later') return { value: used.value, bytes: bytes.length, from, keep: cache && !fromCache ? put : null };
+      // Not awaited: the bytes are here, and a full or refused cache only costs the next visit
+      // a download.
+      if (cache && !fromCache) put();
+      return { value: used.value, bytes: bytes.length, from };
     }
     const advice = problem === tooLarge && !checksum ? `Use a smaller or compact ${what}.` : 'Retry; if it happens again, the site serves a wrong or damaged file.';
     failure = used?.refusal ?? new EngineError(kind, `The ${what} ${url} could not be used: ${problem}${reload ? ', also when fetched again from the server' : ''}. ${advice}`);
@@ -323,9 +328,9 @@ const isSplit = (entry, single = false) => Boolean(!single && entry.core && entr
 // How many bytes the engine's start downloads for a choice (modelSource's, from the manifest):
 // the engine's WebAssembly and the model file, or only its core where the model is split. The
 // loader's "of ... MB" is this, what is fetched, not the size of the whole file; 0 where the
-// manifest does not say (a model file named by its address).
-export function startBytes(manifest, { model, modelUrl, single = false } = {}) {
-  const entry = modelUrl ? null : manifestModel(manifest, model ?? manifest?.default);
+// manifest does not say (a model file named by its address, a checkpoint).
+export function startBytes(manifest, { model, modelUrl, checkpoint, single = false } = {}) {
+  const entry = modelUrl || checkpoint ? null : manifestModel(manifest, model ?? manifest?.default);
   if (!entry || !manifest.engine?.bytes) return 0;
   return manifest.engine.bytes + (isSplit(entry, single) ? entry.core.bytes : entry.bytes);
 }

@@ -454,6 +454,57 @@ async function instantiate(createModule, compiled) {
   return module;
 }
 
+// What a checkpoint is called where a model file's address would be: hf:ID@REVISION, or the
+// files' label.
+const checkpointLabel = (checkpoint) => (checkpoint.files ? `files:${checkpoint.label ?? 'chosen'}` : checkpoint.local ? `local:${checkpoint.local}` : `hf:${checkpoint.id}@${checkpoint.revision ?? 'main'}`);
+
+// A checkpoint (createEngine's option) downloaded or read, made into a model file, and loaded
+// by loadModel (createEngine's, which answers {value} or {refusal}); its files go into the Cache
+// API only once the core has accepted the model. Answers as fetchVerified does ({value, bytes,
+// from}) with what was loaded: {id, commit, hub, weights, files} or {files: true, label}.
+async function checkpointModel(checkpoint, { instance, signal, onProgress, loadModel }) {
+  const [made, hub] = await Promise.all([import('./checkpoint.js'), import('./hub.js')]);
+  const rules = await made.checkpointTable();
+  let files;
+  let hashes = {};
+  let keep = null;
+  let name;
+  let sourceText;
+  let loaded;
+  if (checkpoint.files || checkpoint.local) {
+    // Files the reader chose, or ones this browser kept when they were chosen (local=KEY).
+    const kept = checkpoint.local ? await hub.readKeptFiles(checkpoint.local) : null;
+    files = kept?.files ?? await hub.readLocalFiles(checkpoint.files, rules.files);
+    name = String(kept?.label ?? checkpoint.label ?? 'a model from this computer').slice(0, 100);
+    sourceText = 'files opened on the reader\u2019s computer';
+    loaded = { label: name, local: checkpoint.local ?? null };
+    if (!checkpoint.local) keep = async () => { loaded.local = await hub.keepFiles(files, name); };
+  } else {
+    const info = await hub.hubModelInfo(checkpoint.hub, checkpoint, { signal });
+    const plan = hub.checkpointFiles(info, rules.files);
+    const weights = plan.files.find((f) => f.name === plan.weights);
+    // The config comes first: a repository that is not a BERT, or whose weights file is far
+    // larger than its config implies, is refused before the weights are downloaded.
+    const checkConfig = (bytes) => {
+      const config = made.checkConfig(made.parseJsonFile(bytes, rules.files.config), rules.config, rules.files.config);
+      const most = 4 * (hub.configParameters(config) + config.vocab_size * config.hidden_size) + (1 << 20);
+      if (weights.size > most) throw new EngineError('model', `${info.id}'s ${weights.name} is ${thousands(weights.size)} bytes, more than its config.json implies (at most ${thousands(most)}); the page does not download it.`);
+    };
+    ({ files, hashes, keep } = await hub.downloadCheckpoint(checkpoint.hub, info, plan, { signal, onProgress, checkConfig }));
+    name = info.id;
+    sourceText = `hf:${info.id}@${info.commit}`;
+    loaded = { hub: checkpoint.hub, id: info.id, commit: info.commit, weights: plan.weights, bytes: plan.bytes };
+  }
+  if (signal?.aborted) throw hub.cancelled();
+  const module = await instance;
+  const { bytes } = await made.modelFileFromCheckpoint(files, { expectedTensors: (c, p, m) => module.expectedTensors(c, p, m), name, source: sourceText, hashes });
+  const used = await loadModel(bytes);
+  if (used.refusal) throw used.refusal;
+  await keep?.();
+  files = null;
+  return { value: used.value, bytes: bytes.length, from: 'checkpoint', checkpoint: loaded };
+}
+
 // Loads a model with an explicit configuration, in this thread (tests, scripts, the worker).
 //   manifestUrl: models/manifest.json, naming the engine files and the models with checksums
 //   manifest: the parsed manifest, when the caller has read it already (the worker gets the
@@ -468,12 +519,18 @@ async function instantiate(createModule, compiled) {
 // The glue, the wasm and the model download at once; the wasm compiles while it arrives and is
 // instantiated while the model is still downloading, so that what is left after the model's
 // last byte is the core reading the file (LoadedModel::FromBuffer).
-export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifest: given, model, modelUrl, engineUrl, simd = 'auto', single = false, early = null, onProgress = () => {}, memoBytes = MEMO_BYTES } = {}) {
+//   checkpoint: a Hugging Face checkpoint instead of a model file: {hub, id, revision} (a
+//     repository on the hub, ./hub.js) or {files: [{name, blob}], label} (files the reader
+//     chose); made into a model file in this thread (./checkpoint.js)
+//   signal: an AbortSignal that cancels a checkpoint's download
+export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifest: given, model, modelUrl, engineUrl, checkpoint = null, signal, simd = 'auto', single = false, early = null, onProgress = () => {}, memoBytes = MEMO_BYTES } = {}) {
   const t0 = now();
-  const manifest = engineUrl && modelUrl ? null : given ?? await loadManifest(manifestUrl);
+  const manifest = engineUrl && (modelUrl || checkpoint) ? null : given ?? await loadManifest(manifestUrl);
   const base = new URL(manifestUrl, typeof location === 'undefined' ? HERE : location.href).href;
-  // The split layout's core, or the single file (`single: true` asks for that one).
-  const source = modelSource({ manifest, base, model, modelUrl, single });
+  // The split layout's core, or the single file (`single: true` asks for that one); a
+  // checkpoint has neither.
+  const source = checkpoint ? { entry: null, split: null, file: null, checksum: null, url: checkpointLabel(checkpoint), cacheKey: null }
+    : modelSource({ manifest, base, model, modelUrl, single });
   if (!source) throw new EngineError('model', `The manifest ${manifestUrl} has no model named ${model ?? manifest.default}.`);
   const { entry, split, file: modelFile, checksum: modelChecksum, url: resolvedModelUrl } = source;
   // The page's own request for this file (startDownload), if it made one.
@@ -533,22 +590,24 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
     }
     return { value: { module, native, tReady, t3: now() } };
   };
-  const modelLoad = fetchVerified(resolvedModelUrl, {
-    what: 'model file',
-    kind: 'model',
-    cacheKey: source.cacheKey,
-    checksum: modelChecksum,
-    early: early?.url === resolvedModelUrl ? early.response : null,
-    onProgress: (p) => onProgress({ phase: 'model', ...p }),
-  }, loadModel);
+  const modelLoad = checkpoint
+    ? checkpointModel(checkpoint, { instance, signal, onProgress: (p) => onProgress({ phase: 'model', ...p }), loadModel })
+    : fetchVerified(resolvedModelUrl, {
+      what: 'model file',
+      kind: 'model',
+      cacheKey: source.cacheKey,
+      checksum: modelChecksum,
+      early: early?.url === resolvedModelUrl ? early.response : null,
+      onProgress: (p) => onProgress({ phase: 'model', ...p }),
+    }, loadModel);
   // The opening sentence's rows come with the core, in parallel, asked for after it: over
   // HTTP/1.1 a browser opens six connections to a host, and the core, the largest file, takes
   // one of them first.
   const shardSource = split ? { baseUrl: shardBase, coreSha: entry.core.sha256 } : null;
   const preloaded = split ? (entry.shards.preload ?? []).map((k) => fetchShard(shardSource, k).then((shard) => [k, shard], () => null)) : [];
   // Promise.all watches every promise, so a second failure is never left unhandled.
-  const [{ value: { module, native, tReady, t3 }, bytes: modelBytes, from: modelFrom }, { bytes: wasmBytes, url: wasmUrl }] = await Promise.all([modelLoad, compiled, instance]);
-  const info = { ...native.info(), url: resolvedModelUrl, sha256: modelFile?.sha256 ?? null, wasm: wasmUrl };
+  const [{ value: { module, native, tReady, t3 }, bytes: modelBytes, from: modelFrom, checkpoint: loadedCheckpoint }, { bytes: wasmBytes, url: wasmUrl }] = await Promise.all([modelLoad, compiled, instance]);
+  const info = { ...native.info(), url: resolvedModelUrl, sha256: modelFile?.sha256 ?? null, wasm: wasmUrl, ...(loadedCheckpoint ? { checkpoint: loadedCheckpoint } : {}) };
   const t4 = now();
   const allRows = split && checksumOf(entry.shards.all) ? { url: new URL(entry.shards.all.file, base).href, checksum: checksumOf(entry.shards.all) } : null;
   const shards = split ? { baseUrl: shardBase, coreSha: entry.core.sha256, count: entry.shards.count, bytes: entry.shards.bytes ?? 0, all: allRows } : null;

@@ -13,6 +13,10 @@
 // checks them against the wasm module's schema().
 
 // The fields of one row's statistics, in the order the core packs them.
+// The converter a model made in the reader's browser from a Hugging Face checkpoint names in its
+// provenance (web/engine/checkpoint.js writes it; describeModel in widgets/data.js reads it).
+export const CHECKPOINT_CONVERTER = 'web/engine/checkpoint.js';
+
 export const ROW_STAT = Object.freeze({ max: 0, argmax: 1, ratio_to_uniform: 2, entropy: 3, normalized_entropy: 4, sum: 5 });
 export const ROW_STAT_FIELDS = Object.keys(ROW_STAT).length;
 

@@ -25,15 +25,24 @@ function transferList(result) {
   return Object.values(result).filter((v) => ArrayBuffer.isView(v)).map((v) => v.buffer);
 }
 
+const loads = new Map();  // request id -> AbortController of a load in progress
+
 async function handle(data) {
   const { id, op } = data;
   const engine = engines.get(data.engine);
+  if (op === 'cancel') {
+    loads.get(data.target)?.abort();
+    return;
+  }
   try {
     if (op === 'load') {
       // The page's answer for the model file, if it asked first (files.js, startDownload).
       const given = data.options.early;
       const early = given ? { url: given.url, response: new Response(given.body, { status: given.status, statusText: given.statusText, headers: given.headers }) } : null;
-      const loaded = await createEngine({ ...data.options, early, memoBytes: 0, onProgress: (progress) => postMessage({ id, progress }) });
+      const controller = new AbortController();
+      loads.set(id, controller);
+      const loaded = await createEngine({ ...data.options, early, signal: controller.signal, memoBytes: 0, onProgress: (progress) => postMessage({ id, progress }) })
+        .finally(() => loads.delete(id));
       const key = ++nextId;
       engines.set(key, loaded);
       postMessage({ id, ok: { id: key, info: loaded.info, timings: loaded.timings } });

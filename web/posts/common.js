@@ -8,6 +8,8 @@ import { loadSetStatistics } from '../engine/sets.js';
 import { DEFAULT_MANIFEST_URL, loadManifest, startBytes } from '../engine/engine.js';
 import { keepForOffline } from '../offline.js';
 import { EngineSession, ViewLoop } from '../runtime/session.js';
+import { modelChoice } from '../start-engine.js';
+import { wireModelChooser } from '../runtime/model-chooser.js';
 import { readHash, writeHash } from '../runtime/state.js';
 import { refuseLongPastes, textRefusal } from '../widgets/sentence-box.js';
 import { Latest } from '../widgets/view.js';
@@ -36,8 +38,15 @@ export function loadEngine(status) {
     // the page's engine asked for first is here: the progress line's total does not jump.
     let manifest = null;
     loadManifest(DEFAULT_MANIFEST_URL).then((m) => { manifest = m; }, () => {});
+    // The model the reader chose (a checkpoint in the hash), else the default. The set
+    // statistics were computed when the site was built, with the default: under another model
+    // the post says so where it starts.
+    const options = modelChoice();
+    wireModelChooser();
+    if (options.checkpoint) status.after(h('p.post-note.set-note', { role: 'note', text: 'You chose another model: the parts of this post that use your own sentences run it, but the statistics over the post’s sentence sets (its tables, intervals and their charts) were computed when the site was built, with the model the site ships with, and are that model’s, not this one’s. Computing them for a model chosen here is not built yet.' }));
     const session = new EngineSession({
-      expectedBytes: () => startBytes(manifest),
+      options,
+      expectedBytes: () => (options.checkpoint ? 0 : startBytes(manifest)),
       onChange: (s) => {
         if (s.error) {
           say(`The model did not load: ${s.error.message}`, 'error', attempt);

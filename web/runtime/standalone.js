@@ -5,6 +5,7 @@
 // stop here (they never reach a host page's state) and live in the driver, not in the
 // attributes; once drawn, the figure tells the host with an attention-change event.
 import { DEFAULT_MANIFEST_URL } from '../engine/engine.js';
+import { hubFromAddress, parseHubChoice } from '../engine/hub.js';
 import { DEFAULT_WORD_TEXT, PAIR_PRESETS, PRESETS } from '../content.js';
 import { AttentionFigure, ATTRIBUTES, EVENTS } from '../widgets/base.js';
 import { describeModel, resolveAttributes } from '../widgets/data.js';
@@ -22,7 +23,9 @@ const WIDGETS_ORIGIN = new URL(import.meta.url).origin;
 function allowedOrigin(url) {
   const origin = new URL(url).origin;
   if (origin === WIDGETS_ORIGIN) return true;
-  const listed = document.querySelector(`meta[name="${ORIGINS_META}"]`)?.getAttribute('content') ?? '';
+  // Only the head's meta counts: markup in a page's body (an article's Markdown) cannot allow
+  // an origin.
+  const listed = document.head?.querySelector(`meta[name="${ORIGINS_META}"]`)?.getAttribute('content') ?? '';
   return listed.split(/\s+/).some((entry) => {
     try {
       return entry !== '' && new URL(entry).origin === origin;
@@ -30,6 +33,21 @@ function allowedOrigin(url) {
       return false;
     }
   });
+}
+
+// model-src="hf:ID" or "hf:ID@REVISION": a checkpoint on the Hugging Face hub, which the
+// figure's engine downloads from the hub (web/engine/hub.js) where the page allows the hub's
+// origin like any other: {hub, id, revision}, {refusal}, or null for any other model-src.
+function hubSource(figure) {
+  const raw = figure.getAttribute(ATTRIBUTES.modelSrc)?.trim() ?? '';
+  if (!raw.startsWith('hf:')) return null;
+  const choice = parseHubChoice(raw.slice(3));
+  if (!choice) return { refusal: `model-src=\u201c${raw}\u201d is not a repository on the hub; write hf:owner/name, or hf:owner/name@revision.` };
+  const hub = hubFromAddress();
+  if (!allowedOrigin(hub)) {
+    return { refusal: `model-src=\u201c${raw}\u201d downloads the model from the Hugging Face hub (${hub}), which this page does not allow; its author allows it in the page's head with <meta name="${ORIGINS_META}" content="${hub}"> (and its Content-Security-Policy's connect-src allows the hub and the host its files redirect to).` };
+  }
+  return { hub, ...choice };
 }
 
 // Why an address attribute is refused before any download, or null.
@@ -110,7 +128,9 @@ class StandaloneDriver {
 
   load() {
     const sources = this.figure.sources();
-    const refusal = sourceRefusal(sources);
+    const hub = hubSource(this.figure);
+    if (hub) delete sources[ATTRIBUTES.modelSrc];
+    const refusal = hub?.refusal ?? sourceRefusal(sources);
     this.refused = refusal ? { message: refusal, kind: 'input' } : null;
     if (refusal) {
       this.close();
@@ -121,6 +141,7 @@ class StandaloneDriver {
     }
     const options = { manifestUrl: sources[ATTRIBUTES.manifestSrc] ?? DEFAULT_MANIFEST_URL };
     if (sources[ATTRIBUTES.modelSrc]) options.modelUrl = sources[ATTRIBUTES.modelSrc];
+    if (hub) options.checkpoint = { hub: hub.hub, id: hub.id, revision: hub.revision };
     if (sources[ATTRIBUTES.engineSrc]) options.engineUrl = sources[ATTRIBUTES.engineSrc];
     this.session?.close();
     this.session = new EngineSession({ options, onChange: () => this.refresh() });

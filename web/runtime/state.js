@@ -3,6 +3,7 @@
 import { MAX_TEXT_CHARS } from '../engine/engine.js';
 import { PAIR_PRESETS, PRESETS } from '../content.js';
 import { DEFAULT_LENS, isLens } from '../engine/lenses.js';
+import { MODEL_HASH_KEYS } from '../engine/hub.js';
 
 // The article's state: which sentence, which token's row, which layer and head, whether [CLS]
 // and [SEP] are shown, which figure the reader last used, and whether the live engine drives
@@ -86,8 +87,13 @@ export const readHash = (keys) => readHashState(location.hash, keys);
 
 // The one writer of history: `hash` (a string from formatHash, or values for formatHashState)
 // replaces the current entry, or with push adds one; the same hash again writes nothing.
+// The page's model (MODEL_HASH_KEYS: a checkpoint the reader chose) stays in the hash whatever
+// a page writes, unless it names the key itself.
 export function writeHash(hash, { push = false } = {}) {
-  const text = typeof hash === 'string' ? hash : formatHashState(hash);
+  const params = new URLSearchParams((typeof hash === 'string' ? hash : formatHashState(hash)).replace(/^#/, ''));
+  const current = new URLSearchParams(location.hash.replace(/^#/, ''));
+  for (const key of MODEL_HASH_KEYS) if (!params.has(key) && current.get(key)) params.set(key, current.get(key));
+  const text = `#${params.toString()}`;
   if (text !== location.hash) history[push ? 'pushState' : 'replaceState'](null, '', text);
 }
 

@@ -3,7 +3,7 @@
 // example (web/engine/result.js describes it and holds every accessor); an example carries, in
 // place of hidden_states, queries, keys, values and contexts, the vectors of its one opening
 // selection (x, q, the head's keys and values of every token, the token's context row).
-import { attentionPosition, attentionRow, HEAD_LABEL, headLabel, headProfile, ROLE, rowStat, tokenVector } from '../engine/result.js';
+import { attentionPosition, attentionRow, CHECKPOINT_CONVERTER, HEAD_LABEL, headLabel, headProfile, ROLE, rowStat, tokenVector } from '../engine/result.js';
 import { headName, thousands } from './format.js';
 
 // The statistics of a row the core did not analyse (a rollout row, a row recomputed here), in
@@ -429,6 +429,12 @@ export function describeModel(info) {
     note = !disclaimed ? 'trained for this project, not the original bert-mini'
       : run ? `trained for this project: ${thousands(run.steps)} steps, ${(run.tokens / 1e6).toFixed(1)}M tokens`
         : 'trained for this project';
+  } else if (provenance.converter === CHECKPOINT_CONVERTER) {
+    // Made in the reader's browser from a checkpoint (web/engine/checkpoint.js).
+    const hub = /^hf:(.+)@([0-9a-f]{40})$/.exec(source);
+    kind = hub ? 'hub' : 'local';
+    note = hub ? `downloaded from the Hugging Face hub by your browser (commit ${hub[2].slice(0, 10)}) and converted there`
+      : 'opened from your computer and converted in your browser';
   } else if (provenance.converter && source && !provenance.derived_from) {
     kind = 'converted';
     note = `a converted Hugging Face checkpoint (${source})`;
