@@ -103,11 +103,11 @@ export function modelChooser(root, { model = null } = {}) {
       const large = files.bytes > LARGE_ON_A_PHONE && onAPhone();
       const id = formatHubChoice({ id: info.id, revision: info.commit });
       say('');
-      plan.replaceChildren(
+      plan.replaceChildren(...[
         h('p', {}, `${info.id} at commit ${info.commit.slice(0, 10)}: ${list}; ${megabytes(files.bytes)} in all, downloaded by your browser from ${new URL(hub).host} and kept in its cache.`),
         large ? h('p.chooser-warning', { text: `This is a large download for a phone, and the model needs about ${megabytes(2 * files.bytes)} of memory while it loads; on a phone it may fail or take minutes.` }) : null,
-        h('button.primary', { type: 'button', text: `Download ${megabytes(files.bytes)} and run it`, on: { click: () => run({ checkpoint: { hub, id: info.id, revision: info.commit } }, info.id, 'hf', id) } }),
-      );
+        h('button.primary', { type: 'button', text: `Download ${megabytes(files.bytes)} and run it`, on: { click: () => run({ checkpoint: { hub, id: info.id, revision: info.commit } }, info.id, 'hf', () => id) } }),
+      ].filter(Boolean));
     } catch (error) {
       say(error.message, 'error');
     }

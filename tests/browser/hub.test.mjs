@@ -1,0 +1,177 @@
+// A reader's own BERT from the Hugging Face hub, in headless Chromium against the mock hub
+// (tests/hub/mock_hub.mjs: the hub's URL layout, LFS files redirected to a second origin), each
+// page given it by ?hub= (accepted for loopback addresses only):
+//   - the article's chooser looks a repository up, states its files and size, downloads it with
+//     progress and reopens the page on #hf=ID@COMMIT; its attention equals the native CLI's on
+//     the .attn that scripts/model/convert_model.py made from the same folder (bar 1e-6), for a
+//     PyTorch .bin and for a safetensors checkpoint, in the article and in a post;
+//   - the permalink reopens the model from the browser's cache with the hub gone;
+//   - a download cancelled midway leaves the page on the model it had;
+//   - a hostile checkpoint is refused on the page by name, its payload never runs (the canary
+//     it would call gets no request) and nothing of it is cached.
+// Needs the assembled site (node scripts/site/build_site.mjs) and build/native.
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { startSite } from './harness.mjs';
+import { startMockHub } from '../hub/mock_hub.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const web = join(root, 'web');
+const FIXTURES = join(root, 'build', 'hub-fixtures');
+const CLI = join(root, 'build', 'native', 'attention-cli');
+const PARITY = 1e-6;
+const TIMEOUT = 90000;
+const TEXT = 'The keys to the cabinet are on the table because it was late.';
+
+let site;
+let hub;
+before(async () => {
+  const made = spawnSync('/usr/bin/python3', ['tests/hub/make_checkpoints.py', FIXTURES], { cwd: root, encoding: 'utf8', timeout: 180_000 });
+  assert.equal(made.status, 0, `make_checkpoints.py failed:\n${made.stdout}\n${made.stderr}`);
+  hub = await startMockHub({ dir: FIXTURES });
+  site = await startSite(web);
+});
+after(async () => {
+  await site?.close();
+  await hub?.close();
+});
+
+const repo = (id) => hub.manifest.repos.find((r) => r.id === id);
+
+// The largest |page - CLI| over every attention weight of TEXT, the page's engine being the one
+// its figures use.
+async function parity(page, id) {
+  const attention = await page.evaluate(async (text) => {
+    const { currentEngine } = await import('/engine/engine.js');
+    const engine = await currentEngine();
+    return Array.from((await engine.analyze(text)).attention);
+  }, TEXT);
+  const cli = JSON.parse(execFileSync(CLI, ['analyze', '--model', join(FIXTURES, repo(id).expect.attn), '--json', TEXT], { encoding: 'utf8', maxBuffer: 1 << 28 })).attention.flat(Infinity);
+  assert.equal(attention.length, cli.length, 'the same number of weights');
+  return attention.reduce((m, v, i) => Math.max(m, Math.abs(v - cli[i])), 0);
+}
+
+// The Cache API's keys that mention text.
+const cachedKeys = (page, text) => page.evaluate(async (t) => {
+  const out = [];
+  for (const name of await caches.keys()) for (const request of await (await caches.open(name)).keys()) if (request.url.includes(t)) out.push(request.url);
+  return out;
+}, text);
+
+const hubQuery = () => `?hub=${encodeURIComponent(hub.url)}`;
+
+test('the article\u2019s chooser loads a PyTorch checkpoint from the hub into every figure, with the CLI\u2019s attention, and its permalink reopens it from the cache without the hub', async (t) => {
+  const id = 'test-org/bert-mini-bin';
+  const { page, context, errors } = await site.open(`index.html${hubQuery()}`);
+  await page.locator('#open').waitFor({ state: 'visible', timeout: TIMEOUT });
+  const before = await page.locator(".model-line [data-fact=\"modelName\"]").textContent();
+  await page.click('#model-chooser summary');
+  await page.fill('#hub-model', id);
+  await page.click('#model-chooser .chooser-hub button[type="submit"]');
+  const download = page.locator('#model-chooser .chooser-plan button');
+  await download.waitFor({ timeout: TIMEOUT });
+  const plan = await page.locator('#model-chooser .chooser-plan').textContent();
+  t.diagnostic(`plan: ${plan}`);
+  assert.match(plan, /pytorch_model\.bin \(\d+\.\d MB\)/, 'the plan names the weights file and its size');
+  assert.match(plan, new RegExp(repo(id).sha.slice(0, 10)), 'the plan names the commit');
+  await Promise.all([page.waitForURL(/#.*hf=/, { timeout: TIMEOUT }), download.click()]);
+  assert.ok(page.url().includes(`hf=${encodeURIComponent(`${id}@${repo(id).sha}`)}`), `the hash names the repository at its commit: ${page.url()}`);
+  await page.locator('#instrument .status[data-mode="live"]').waitFor({ timeout: TIMEOUT });
+  const name = await page.locator(".model-line [data-fact=\"modelName\"]").textContent();
+  assert.equal(name, id, `the model line names the repository (was ${before})`);
+  const largest = await parity(page, id);
+  t.diagnostic(`${id} in the article: largest |page - CLI| attention ${largest.toExponential(2)} (bar ${PARITY})`);
+  assert.ok(largest <= PARITY);
+  // The figures drew this model's numbers: the instrument's result has its shape.
+  const shape = await page.locator('#instrument').evaluate((el) => ({ layers: el.result.layers, heads: el.result.heads }));
+  assert.deepEqual(shape, { layers: repo(id).expect.layers, heads: repo(id).expect.heads });
+  const kept = await cachedKeys(page, `${id}/resolve/${repo(id).sha}`);
+  assert.ok(kept.some((k) => k.endsWith('pytorch_model.bin')) && kept.some((k) => k.endsWith('config.json')), `the files are cached by commit: ${kept.join(', ')}`);
+
+  // The permalink, with the hub unreachable: the listing and the files come from the cache.
+  const requestsBefore = hub.requests.length;
+  await context.route(`${hub.url}/**`, (route) => route.abort());
+  await context.route(`${hub.cdnUrl}/**`, (route) => route.abort());
+  await page.reload();
+  await page.locator('#instrument .status[data-mode="live"]').waitFor({ timeout: TIMEOUT });
+  assert.equal(await page.locator(".model-line [data-fact=\"modelName\"]").textContent(), id);
+  assert.equal(hub.requests.length, requestsBefore, 'nothing was asked of the hub');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('a post runs a safetensors checkpoint named in its hash, says its set statistics are the shipped model\u2019s, and keeps the model in its links', async (t) => {
+  const id = 'test-org/bert-mini-st';
+  const { page, context, errors } = await site.open(`heads.html${hubQuery()}#hf=${id}`);
+  await page.locator('#status[data-state="live"]').waitFor({ timeout: TIMEOUT });
+  assert.match(await page.locator('#status').textContent(), new RegExp(id));
+  assert.match(await page.locator('.set-note').textContent(), /computed when the site was built/);
+  const largest = await parity(page, id);
+  t.diagnostic(`${id} in the heads post: largest |page - CLI| attention ${largest.toExponential(2)} (bar ${PARITY})`);
+  assert.ok(largest <= PARITY);
+  // A post's own hash writes keep the model key.
+  await page.evaluate(async () => {
+    const { writeHash } = await import('/runtime/state.js');
+    writeHash({ s: 'Another sentence.' });
+  });
+  assert.ok(page.url().includes('hf=test-org'), `the post's link keeps the model: ${page.url()}`);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('a download cancelled midway leaves the page on the model it had', async () => {
+  const { page, context } = await site.open(`index.html${hubQuery()}`);
+  await page.locator('#open').waitFor({ state: 'visible', timeout: TIMEOUT });
+  const before = await page.locator(".model-line [data-fact=\"modelName\"]").textContent();
+  hub.setDelay(150);
+  try {
+    await page.click('#model-chooser summary');
+    await page.fill('#hub-model', 'test-org/bert-small-st');
+    await page.click('#model-chooser .chooser-hub button[type="submit"]');
+    await page.locator('#model-chooser .chooser-plan button').click({ timeout: TIMEOUT });
+    await page.locator('#model-chooser .chooser-status', { hasText: / of \d/ }).waitFor({ timeout: TIMEOUT });
+    await page.click('#model-chooser .chooser-cancel');
+    await page.locator('#model-chooser .chooser-status', { hasText: /cancelled/ }).waitFor({ timeout: TIMEOUT });
+  } finally {
+    hub.setDelay(0);
+  }
+  assert.ok(!page.url().includes('hf='), 'the address did not change');
+  assert.equal(await page.locator(".model-line [data-fact=\"modelName\"]").textContent(), before);
+  await page.click('#open');
+  await page.locator('#instrument .status[data-mode="live"]').waitFor({ timeout: TIMEOUT });
+  assert.deepEqual(await cachedKeys(page, 'bert-small-st'), [], 'nothing of the cancelled model was cached');
+  await context.close();
+});
+
+test('a hostile checkpoint is refused on the page by name, runs nothing, caches nothing, and the chooser keeps the model the page had', async () => {
+  const id = 'test-org/evil-os-system';
+  const { page, context } = await site.open(`index.html${hubQuery()}#hf=${id}`);
+  await page.locator('#loader[data-state="error"]').waitFor({ timeout: TIMEOUT });
+  assert.match(await page.locator('#progress-text').textContent(), /os\.system/);
+  assert.deepEqual(await cachedKeys(page, 'evil-os-system'), []);
+  await context.close();
+
+  const second = await site.open(`index.html${hubQuery()}`);
+  await second.page.locator('#open').waitFor({ state: 'visible', timeout: TIMEOUT });
+  await second.page.click('#model-chooser summary');
+  await second.page.fill('#hub-model', 'test-org/evil-popen');
+  await second.page.click('#model-chooser .chooser-hub button[type="submit"]');
+  await second.page.locator('#model-chooser .chooser-plan button').click({ timeout: TIMEOUT });
+  await second.page.locator('#model-chooser .chooser-status[data-state="error"]').waitFor({ timeout: TIMEOUT });
+  assert.match(await second.page.locator('#model-chooser .chooser-status').textContent(), /Popen.*keeps running/s);
+  assert.ok(!second.page.url().includes('hf='));
+  assert.deepEqual(await cachedKeys(second.page, 'evil-popen'), []);
+  assert.equal(hub.canaryHits(), 0, 'a payload reached the canary');
+  await second.context.close();
+});
+
+test('?hub= names only this machine: any other address leaves the page on the public hub', async () => {
+  const { page, context } = await site.open('index.html?hub=https%3A%2F%2Fevil.example');
+  const hubUsed = await page.evaluate(async () => (await import('/engine/hub.js')).hubFromAddress());
+  assert.equal(hubUsed, 'https://huggingface.co');
+  await context.close();
+});
