@@ -91,7 +91,7 @@ if ((quick)); then
   stage "the series' set claims re-derived on both sentence sets (independent Python)"
   "$PY" tests/py/claims_check.py
   stage "JS tests (node:test): tokenizer parity, wasm engine (exhaustive checks sampled)"
-  node --test tests/js/*.test.mjs
+  node --test tests/js/*.test.mjs tests/hub/*.test.mjs
   stage ""
   echo "== every quick test passed in $SECONDS s (not run: browser tests, sanitizers, fuzzing; scripts/test.sh runs them)"
   exit 0
@@ -113,8 +113,8 @@ node scripts/site/build_site.mjs
 stage "the series' set claims re-derived on both sentence sets (independent Python)"
 "$PY" tests/py/claims_check.py
 
-stage "JS tests (node:test): tokenizer parity, wasm engine"
-node --test tests/js/*.test.mjs
+stage "JS tests (node:test): tokenizer parity, wasm engine, checkpoint readers, the mock hub"
+node --test tests/js/*.test.mjs tests/hub/*.test.mjs
 
 shopt -s nullglob
 browser_tests=(tests/browser/*.test.mjs)
