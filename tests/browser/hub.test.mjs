@@ -175,3 +175,63 @@ test('?hub= names only this machine: any other address leaves the page on the pu
   assert.equal(hubUsed, 'https://huggingface.co');
   await context.close();
 });
+
+// Every figure of the article and of each post, under a model from the hub: drawn from that
+// model (its shape), none failed, no page error.
+test('every figure of the article and of each post runs a model from the hub', async (t) => {
+  const id = 'test-org/bert-small-st';
+  const { layers, heads } = repo(id).expect;
+  const { page, context, errors } = await site.open(`index.html${hubQuery()}#hf=${id}`);
+  await page.locator('#instrument .status[data-mode="live"]').waitFor({ timeout: TIMEOUT });
+  // Far figures take their view when the reader comes near: scroll through the page.
+  const height = await page.evaluate(() => document.body.scrollHeight);
+  for (let y = 0; y < height; y += 700) {
+    await page.evaluate((top) => window.scrollTo(0, top), y);
+    await page.waitForTimeout(60);
+  }
+  await page.waitForFunction(() => !document.querySelector('[data-figure][data-waiting]'), null, { timeout: TIMEOUT });
+  const figures = await page.evaluate(() => [...document.querySelectorAll('[data-figure]')].map((el) => ({
+    figure: el.dataset.figure, mode: el.view?.mode ?? null, layers: el.result?.layers ?? null, heads: el.result?.heads ?? null, error: el.view?.error?.message ?? null,
+  })));
+  t.diagnostic(JSON.stringify(figures));
+  assert.ok(figures.length >= 6, `only ${figures.length} figures`);
+  for (const f of figures) {
+    assert.notEqual(f.mode, 'error', `${f.figure}: ${f.error}`);
+    if (f.layers !== null) assert.deepEqual([f.layers, f.heads], [layers, heads], `${f.figure} drew another model`);
+  }
+  assert.ok(figures.filter((f) => f.layers !== null).length >= 5, 'the figures drew live results');
+  assert.deepEqual(errors, []);
+  await context.close();
+  for (const post of ['heads.html', 'confident.html', 'contribution.html', 'vocabulary.html', 'lenses.html']) {
+    const opened = await site.open(`${post}${hubQuery()}#hf=${id}`);
+    await opened.page.locator('#status[data-state="live"]').waitFor({ timeout: TIMEOUT });
+    assert.match(await opened.page.locator('#status').textContent(), new RegExp(id), `${post} names the model`);
+    await opened.page.locator('[data-ready="true"]').first().waitFor({ state: 'attached', timeout: TIMEOUT });
+    const failed = await opened.page.evaluate(() => [...document.querySelectorAll('.error-line, [data-state="error"]')].map((el) => el.textContent.trim()).filter(Boolean));
+    assert.deepEqual(failed, [], `${post}: ${failed.join(' | ')}`);
+    assert.deepEqual(opened.errors, [], `${post}: page errors`);
+    await opened.context.close();
+  }
+});
+
+// A checkpoint's files from the reader's computer: loaded in the worker, kept by this browser
+// under #local=KEY, reopened from there, with the CLI's attention.
+test('a checkpoint opened from this computer runs the figures, with the CLI\u2019s attention, and its link reopens it in this browser', async (t) => {
+  const id = 'test-org/bert-cased';
+  const folder = join(FIXTURES, repo(id).dir);
+  const { page, context, errors } = await site.open('index.html');
+  await page.locator('#open').waitFor({ state: 'visible', timeout: TIMEOUT });
+  await page.click('#model-chooser summary');
+  const files = ['config.json', 'vocab.txt', 'tokenizer_config.json', 'model.safetensors'].map((name) => join(folder, name));
+  await Promise.all([page.waitForURL(/#.*local=/, { timeout: TIMEOUT }), page.setInputFiles('#model-chooser input[type="file"][multiple]', files)]);
+  await page.locator('#instrument .status[data-mode="live"]').waitFor({ timeout: TIMEOUT });
+  assert.match(await page.locator('.model-line').textContent(), /your files \(config\.json.*opened from your computer/s);
+  const largest = await parity(page, id);
+  t.diagnostic(`${id} opened from files: largest |page - CLI| attention ${largest.toExponential(2)} (bar ${PARITY})`);
+  assert.ok(largest <= PARITY);
+  await page.reload();
+  await page.locator('#instrument .status[data-mode="live"]').waitFor({ timeout: TIMEOUT });
+  assert.ok(await parity(page, id) <= PARITY, 'the link reopens the same model');
+  assert.deepEqual(errors, []);
+  await context.close();
+});

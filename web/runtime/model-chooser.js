@@ -117,9 +117,11 @@ export function modelChooser(root, { model = null } = {}) {
     const chosen = [...event.target.files].map((file) => ({ name: file.webkitRelativePath || file.name, blob: file }));
     event.target.value = '';
     if (!chosen.length) return;
-    const folder = chosen[0].name.includes('/') ? chosen[0].name.split('/')[0] : 'your files';
+    // The model is named by its folder, or by the files' names when they were chosen one by one.
+    const folder = chosen[0].name.includes('/') ? chosen[0].name.split('/')[0] : null;
+    const label = folder ?? `your files (${chosen.map((c) => c.name).sort().join(', ')})`.slice(0, 100);
     plan.replaceChildren();
-    run({ checkpoint: { files: chosen, label: folder } }, `the model in ${folder}`, 'local', (engine) => engine.info.checkpoint?.local);
+    run({ checkpoint: { files: chosen, label } }, folder ? `the model in ${folder}` : 'the model in your files', 'local', (engine) => engine.info.checkpoint?.local);
   }
 
   const input = h('input', { type: 'text', id: 'hub-model', list: 'hub-suggestions', autocomplete: 'off', spellcheck: 'false', placeholder: HUB_SUGGESTIONS[0], value: choice?.id ? formatHubChoice(choice) : '' });
@@ -139,7 +141,7 @@ export function modelChooser(root, { model = null } = {}) {
       h('label', {}, 'or its files: ', h('input', { type: 'file', multiple: true, accept: '.json,.txt,.safetensors,.bin', on: { change: openFiles } }))),
     h('p.chooser-progress', {}, progress, ' ', cancel),
     status,
-    choice ? h('p', {}, h('button', { type: 'button', text: 'Back to the model this page ships with', on: { click: () => reloadOn(null) } })) : null);
+    ...(choice ? [h('p', {}, h('button', { type: 'button', text: 'Back to the model this page ships with', on: { click: () => reloadOn(null) } }))] : []));
   return root;
 }
 
