@@ -16,7 +16,9 @@ import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { startSite } from './harness.mjs';
+import { writeFileSync } from 'node:fs';
+
+import { startHost, startSite } from './harness.mjs';
 import { startMockHub } from '../hub/mock_hub.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -234,4 +236,36 @@ test('a checkpoint opened from this computer runs the figures, with the CLI\u201
   assert.ok(await parity(page, id) <= PARITY, 'the link reopens the same model');
   assert.deepEqual(errors, []);
   await context.close();
+});
+
+// An embedded figure on another site takes model-src="hf:ID" where the host page allows the hub
+// in its head; a meta in the body does not count, and without one the figure says what to add.
+test('an embedded figure runs model-src="hf:ID" only where the host page\u2019s head allows the hub', async (t) => {
+  const host = await startHost(web);
+  try {
+    const id = 'test-org/bert-mini-st';
+    const sentence = 'The keys to the cabinet are on the table.';
+    const figure = `<attention-row model-src="hf:${id}" sentence="${sentence}" word="keys"></attention-row>`;
+    const script = `<script type="module" src="${site.baseUrl}dist/attention-widgets.js"></script>`;
+    const meta = `<meta name="attention-widgets-origins" content="${hub.url}">`;
+    writeFileSync(join(host.dir, 'hf-head.html'), `<!doctype html><html><head><meta charset="utf-8"><title>hf</title>${meta}${script}</head><body>${figure}</body></html>`);
+    writeFileSync(join(host.dir, 'hf-body.html'), `<!doctype html><html><head><meta charset="utf-8"><title>hf</title>${script}</head><body>${meta}${figure}</body></html>`);
+    const context = await site.browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${host.url}hf-head.html${hubQuery()}`);
+    await page.locator('attention-row .status[data-mode="live"]').waitFor({ timeout: TIMEOUT });
+    const attention = await page.locator('attention-row').evaluate((el) => Array.from(el.result.attention));
+    const cli = JSON.parse(execFileSync(CLI, ['analyze', '--model', join(FIXTURES, repo(id).expect.attn), '--json', sentence], { encoding: 'utf8' })).attention.flat(Infinity);
+    const largest = attention.reduce((m, v, i) => Math.max(m, Math.abs(v - cli[i])), 0);
+    t.diagnostic(`embedded ${id}: largest |figure - CLI| attention ${largest.toExponential(2)} (bar ${PARITY})`);
+    assert.equal(attention.length, cli.length);
+    assert.ok(largest <= PARITY);
+    await page.goto(`${host.url}hf-body.html${hubQuery()}`);
+    const status = page.locator('attention-row .status[data-mode="error"]');
+    await status.waitFor({ timeout: TIMEOUT });
+    assert.match(await status.textContent(), /does not allow/);
+    await context.close();
+  } finally {
+    host.close();
+  }
 });
