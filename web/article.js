@@ -8,7 +8,7 @@
 // opens the live instrument on exactly that state as soon as the model is ready.
 // First of all imports, so that it runs before the figures' modules are evaluated.
 import { modelChoice } from './start-engine.js';
-import { wireModelChooser } from './runtime/model-chooser.js';
+import { pinChosenCommit, wireModelChooser } from './runtime/model-chooser.js';
 import { DEFAULT_MANIFEST_URL, loadManifest, manifestModel, startBytes } from './engine/engine.js';
 import { EngineSession, PairLoop, ViewLoop } from './runtime/session.js';
 // A figure placed on the page with its own sentence (by an author's script) follows its attributes.
@@ -348,7 +348,7 @@ function facts(view) {
     f.modelName = 'not loaded';
     f.modelNote = ', see the message below.';
   }
-  Object.assign(f, precisionFacts(page.manifest), downloadFacts(page.manifest), exampleFacts(page.example), pronounFacts(page.pronouns, page.heldoutPronouns));
+  Object.assign(f, precisionFacts(page.manifest, page.checkpoint), downloadFacts(page.manifest, page.checkpoint), exampleFacts(page.example), pronounFacts(page.pronouns, page.heldoutPronouns));
   f.selectionRule = SELECTION_RULE;
   const r = view.result;
   if (!r) return f;
@@ -473,7 +473,14 @@ function pronounFacts(study, heldout) {
 
 // What the page downloads, in one sentence from the manifest it loaded, so that every size the
 // page quotes elsewhere (the loader line, the precision paragraph) has its place in one account.
-function downloadFacts(manifest) {
+function downloadFacts(manifest, checkpoint = null) {
+  if (checkpoint) {
+    const engine = manifest?.engine?.bytes ? `the engine\u2019s WebAssembly, ${megabytes(manifest.engine.bytes)}, and ` : '';
+    const from = checkpoint.id
+      ? `${checkpoint.id}\u2019s files from the Hugging Face hub at commit ${checkpoint.commit.slice(0, 10)}, ${megabytes(checkpoint.bytes)} (its config, vocabulary and ${checkpoint.weights}), checked against the hub\u2019s SHA-256 and made into the engine\u2019s model file in your browser`
+      : 'the model\u2019s files from your computer, read in your browser (nothing is uploaded)';
+    return { downloads: `What this page downloaded: ${engine}${from}; later visits read them from your browser\u2019s cache.` };
+  }
   const entry = manifestModel(manifest, manifest?.default);
   if (!entry || !manifest.engine?.bytes) return {};
   const reference = manifestModel(manifest, manifest.precision?.reference)?.bytes;
@@ -491,11 +498,13 @@ function downloadFacts(manifest) {
 }
 
 // The file sizes the precision paragraph quotes, from the manifest the page loaded.
-function precisionFacts(manifest) {
+function precisionFacts(manifest, checkpoint = null) {
   const p = manifest?.precision;
   const bytes = (key) => manifestModel(manifest, p?.[key])?.bytes;
   if (!p || !bytes('reference') || !bytes('shipped') || !bytes('naive')) return {};
-  return { compactMB: megabytes(bytes('shipped')), referenceMB: megabytes(bytes('reference')), naiveMB: megabytes(bytes('naive')), precisionBar: String(p.bar) };
+  return {
+    // Under a model the reader chose, the compact copy is the shipped model's, not theirs.
+    ...(checkpoint ? { precisionLead: 'The model you chose runs from its own 32-bit weights; the model this site ships with runs on' } : {}), compactMB: megabytes(bytes('shipped')), referenceMB: megabytes(bytes('reference')), naiveMB: megabytes(bytes('naive')), precisionBar: String(p.bar) };
 }
 
 // The prose's numbers, found once (fillFacts touches only those whose text changes).
@@ -506,6 +515,8 @@ async function startEngine() {
   const engine = await session.start();
   if (!engine) return;
   page.model = describeModel(engine.info);
+  page.checkpoint = engine.info.checkpoint ?? null;
+  pinChosenCommit(engine.info);
   performance.mark('attention:engine-ready');
   // A model the reader chose has no example computed ahead: the figures go live at once.
   if (session.options.checkpoint && !store.get().live) store.set({ live: true });

@@ -85,6 +85,11 @@ test('the article\u2019s chooser loads a PyTorch checkpoint from the hub into ev
   await page.locator('#instrument .status[data-mode="live"]').waitFor({ timeout: TIMEOUT });
   const name = await page.locator(".model-line [data-fact=\"modelName\"]").textContent();
   assert.equal(name, id, `the model line names the repository (was ${before})`);
+  // The prose's facts are this model's: what was downloaded, the licence its card states, and
+  // which model the compact copy of the precision paragraph belongs to.
+  assert.match(await page.locator('#downloads').textContent(), new RegExp(`${id}.s files from the Hugging Face hub at commit ${repo(id).sha.slice(0, 10)}`));
+  assert.match(await page.locator('.licence').textContent(), /offers the weights under apache-2\.0/);
+  assert.match(await page.locator('#precision').textContent(), /^The third of these you can check already, here\. The model you chose runs from its own 32-bit weights/);
   const largest = await parity(page, id);
   t.diagnostic(`${id} in the article: largest |page - CLI| attention ${largest.toExponential(2)} (bar ${PARITY})`);
   assert.ok(largest <= PARITY);
@@ -268,4 +273,20 @@ test('an embedded figure runs model-src="hf:ID" only where the host page\u2019s 
   } finally {
     host.close();
   }
+});
+
+// A checkpoint without the masked-LM head: the post's prediction figure, which follows the page's
+// choice, says it needs the head; its link is pinned to the commit it loaded.
+test('the prediction figure says a model without the masked-LM head cannot predict, and the link pins the commit', async () => {
+  const id = 'test-org/bert-nohead';
+  const { page, context, errors } = await site.open(`contribution.html${hubQuery()}#hf=${id}`);
+  await page.locator('#status[data-state="live"]').waitFor({ timeout: TIMEOUT });
+  await page.waitForFunction((sha) => location.hash.includes(encodeURIComponent(`@${sha}`)), repo(id).sha, { timeout: TIMEOUT });
+  const prediction = page.locator('attention-prediction').first();
+  await prediction.scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => /no masked-LM head/.test(document.querySelector('attention-prediction')?.shadowRoot?.textContent ?? ''), null, { timeout: TIMEOUT });
+  assert.match(await prediction.evaluate((el) => el.result?.text ?? ''), /./, 'the figure drew the hub model\u2019s analysis');
+  assert.equal(await prediction.evaluate((el) => el.result.layers), repo(id).expect.layers);
+  assert.deepEqual(errors, []);
+  await context.close();
 });

@@ -236,9 +236,10 @@ export function crc32(bytes, from = 0) {
 // The checkpoint's files ({name: Uint8Array}) as a model file, with the core's table of
 // expected tensors (expectedTensors(config, withPooler, withMaskedLmHead), the wasm module's).
 //   name: what the page calls the model (the repository's id); source: where it came from, for
-//   the provenance ('hf:ID@COMMIT' or 'files on this computer'); hashes: {file: sha256}.
+//   the provenance ('hf:ID@COMMIT' or 'files on this computer'); hashes: {file: sha256};
+//   license: the weights' licence as the repository states it (its card's), or null.
 // Returns {bytes, config, maskedLm, dropped}.
-export async function modelFileFromCheckpoint(files, { expectedTensors, name, source, hashes = {} }) {
+export async function modelFileFromCheckpoint(files, { expectedTensors, name, source, hashes = {}, license = null }) {
   const rules = await checkpointTable();
   const { files: names } = rules;
   const need = (file) => {
@@ -265,7 +266,7 @@ export async function modelFileFromCheckpoint(files, { expectedTensors, name, so
   const expected = expectedTensors(config, has(groups.pooler), maskedLm);
   if (!Array.isArray(expected)) throw refuse(`${names.config}: ${expected?.error ?? 'the engine cannot run this shape'}.`);
   const provenance = JSON.stringify({
-    converter: CHECKPOINT_CONVERTER, source, files: hashes, weights: weightsFile, ...(dropped.length ? { dropped_tensors: dropped } : {}),
+    converter: CHECKPOINT_CONVERTER, source, files: hashes, weights: weightsFile, ...(license ? { license } : {}), ...(dropped.length ? { dropped_tensors: dropped } : {}),
   });
   return { bytes: writeModelFile({ config, tokenizer, name, provenance, vocabulary, expected, weights, file: weightsFile }), config, maskedLm, dropped, weightsFile };
 }

@@ -110,7 +110,12 @@ export async function hubModelInfo(hub, { id, revision = 'main' }, { signal } = 
     sha256: typeof s.lfs?.sha256 === 'string' && /^[0-9a-f]{64}$/.test(s.lfs.sha256) ? s.lfs.sha256 : null,
     blobId: typeof s.blobId === 'string' && /^[0-9a-f]{40}$/.test(s.blobId) ? s.blobId : null,
   }));
-  return { id: typeof json.id === 'string' ? json.id : id, commit, gated: Boolean(json.gated), files, listingUrl: infoUrl(hub, id, commit), json };
+  // The weights' licence as the repository's card states it (cardData.license, or a license:
+  // tag), for the page's colophon; null where it states none.
+  const tagged = Array.isArray(json.tags) ? json.tags.find((tag) => typeof tag === 'string' && tag.startsWith('license:')) : null;
+  const card = json.cardData?.license;
+  const license = (typeof card === 'string' ? card : Array.isArray(card) ? card.filter((x) => typeof x === 'string').join(', ') : tagged?.slice(8)) || null;
+  return { id: typeof json.id === 'string' ? json.id : id, commit, gated: Boolean(json.gated), files, license: license?.slice(0, 100) ?? null, listingUrl: infoUrl(hub, id, commit), json };
 }
 
 // The files of a listing the engine needs (the table's "files": config, vocabulary, the

@@ -470,6 +470,7 @@ async function checkpointModel(checkpoint, { instance, signal, onProgress, loadM
   let keep = null;
   let name;
   let sourceText;
+  let license = null;
   let loaded;
   if (checkpoint.files || checkpoint.local) {
     // Files the reader chose, or ones this browser kept when they were chosen (local=KEY).
@@ -493,11 +494,12 @@ async function checkpointModel(checkpoint, { instance, signal, onProgress, loadM
     ({ files, hashes, keep } = await hub.downloadCheckpoint(checkpoint.hub, info, plan, { signal, onProgress, checkConfig }));
     name = info.id;
     sourceText = `hf:${info.id}@${info.commit}`;
+    license = info.license;
     loaded = { hub: checkpoint.hub, id: info.id, commit: info.commit, weights: plan.weights, bytes: plan.bytes };
   }
   if (signal?.aborted) throw hub.cancelled();
   const module = await instance;
-  const { bytes } = await made.modelFileFromCheckpoint(files, { expectedTensors: (c, p, m) => module.expectedTensors(c, p, m), name, source: sourceText, hashes });
+  const { bytes } = await made.modelFileFromCheckpoint(files, { expectedTensors: (c, p, m) => module.expectedTensors(c, p, m), name, source: sourceText, hashes, license });
   const used = await loadModel(bytes);
   if (used.refusal) throw used.refusal;
   await keep?.();

@@ -9,7 +9,7 @@ import { DEFAULT_MANIFEST_URL, loadManifest, startBytes } from '../engine/engine
 import { keepForOffline } from '../offline.js';
 import { EngineSession, ViewLoop } from '../runtime/session.js';
 import { modelChoice } from '../start-engine.js';
-import { wireModelChooser } from '../runtime/model-chooser.js';
+import { pinChosenCommit, wireModelChooser } from '../runtime/model-chooser.js';
 import { readHash, writeHash } from '../runtime/state.js';
 import { refuseLongPastes, textRefusal } from '../widgets/sentence-box.js';
 import { Latest } from '../widgets/view.js';
@@ -63,6 +63,7 @@ export function loadEngine(status) {
     const attempt = async () => {
       const engine = await session.start();
       if (!engine) return;
+      pinChosenCommit(engine.info);
       live(engine);
       loop ??= new ViewLoop(session, { channel: 'post' });
       resolve({ engine, model: describeModel(engine.info), loop });

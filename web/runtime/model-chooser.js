@@ -10,6 +10,7 @@
 import { loadEngine } from '../engine/engine.js';
 import { checkpointFiles, checkpointFromHash, formatHubChoice, HUB_SUGGESTIONS, hubFromAddress, hubModelInfo, MODEL_HASH_KEYS, parseHubChoice } from '../engine/hub.js';
 import { h } from '../widgets/dom.js';
+import { writeHash } from './state.js';
 import { megabytes } from '../widgets/format.js';
 
 
@@ -155,4 +156,15 @@ export function wireModelChooser(root = globalThis.document?.getElementById('mod
     root.dataset.filled = '1';
     modelChooser(root);
   });
+}
+
+// A page opened on #hf=ID (a branch, the hub's newest commit) pins its link to the commit it
+// loaded, so that the link keeps giving these weights: #hf=ID@COMMIT. info: the engine's.
+export function pinChosenCommit(info) {
+  const loaded = info?.checkpoint;
+  const asked = checkpointFromHash();
+  if (!loaded?.commit || !asked?.id || asked.revision === loaded.commit) return;
+  const params = new URLSearchParams(location.hash.replace(/^#/, ''));
+  params.set('hf', formatHubChoice({ id: loaded.id, revision: loaded.commit }));
+  writeHash(`#${params}`);
 }

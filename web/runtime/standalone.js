@@ -5,7 +5,7 @@
 // stop here (they never reach a host page's state) and live in the driver, not in the
 // attributes; once drawn, the figure tells the host with an attention-change event.
 import { DEFAULT_MANIFEST_URL } from '../engine/engine.js';
-import { hubFromAddress, parseHubChoice } from '../engine/hub.js';
+import { checkpointFromHash, hubFromAddress, parseHubChoice } from '../engine/hub.js';
 import { DEFAULT_WORD_TEXT, PAIR_PRESETS, PRESETS } from '../content.js';
 import { AttentionFigure, ATTRIBUTES, EVENTS } from '../widgets/base.js';
 import { describeModel, resolveAttributes } from '../widgets/data.js';
@@ -142,6 +142,11 @@ class StandaloneDriver {
     const options = { manifestUrl: sources[ATTRIBUTES.manifestSrc] ?? DEFAULT_MANIFEST_URL };
     if (sources[ATTRIBUTES.modelSrc]) options.modelUrl = sources[ATTRIBUTES.modelSrc];
     if (hub) options.checkpoint = { hub: hub.hub, id: hub.id, revision: hub.revision };
+    // On the site's own pages (a post's figures), a figure that names no file of its own runs
+    // the model the reader chose for the page (its hash), as the page does. Elsewhere a host
+    // page's hash is not the widgets' to read: a link to it could switch its figures' model.
+    const chosen = !Object.keys(sources).length && !hub && location.origin === WIDGETS_ORIGIN ? checkpointFromHash() : null;
+    if (chosen) options.checkpoint = chosen;
     if (sources[ATTRIBUTES.engineSrc]) options.engineUrl = sources[ATTRIBUTES.engineSrc];
     this.session?.close();
     this.session = new EngineSession({ options, onChange: () => this.refresh() });

@@ -175,6 +175,11 @@ class AttentionPrediction extends AttentionFigure {
     const removed = this.removed;
     const ticket = this._predictLatest.next();
     const engine = await this.figureEngine();
+    // A checkpoint without the masked-LM head (BertModel's names) can run every other figure.
+    if (engine.info?.has_masked_lm_head === false) {
+      setText(p.note, 'This model has no masked-LM head (the cls.predictions weights of a BertForMaskedLM checkpoint), so it cannot guess a masked word: its last layer\u2019s vectors are where it stops. Every other figure runs it; choose a checkpoint with the head for this one.');
+      return;
+    }
     const original = result.tokens[token];
     let list;
     let found;
