@@ -8,7 +8,7 @@ import { loadSetStatistics } from '../engine/sets.js';
 import { DEFAULT_MANIFEST_URL, loadManifest, startBytes } from '../engine/engine.js';
 import { keepForOffline } from '../offline.js';
 import { EngineSession, ViewLoop } from '../runtime/session.js';
-import { modelChoice } from '../start-engine.js';
+import { checkpointFromHash } from '../engine/hub.js';
 import { pinChosenCommit, wireModelChooser } from '../runtime/model-chooser.js';
 import { readHash, writeHash } from '../runtime/state.js';
 import { refuseLongPastes, textRefusal } from '../widgets/sentence-box.js';
@@ -41,7 +41,8 @@ export function loadEngine(status) {
     // The model the reader chose (a checkpoint in the hash), else the default. The set
     // statistics were computed when the site was built, with the default: under another model
     // the post says so where it starts.
-    const options = modelChoice();
+    const checkpoint = checkpointFromHash();
+    const options = checkpoint ? { checkpoint } : {};
     wireModelChooser();
     if (options.checkpoint) status.after(h('p.post-note.set-note', { role: 'note', text: 'You chose another model: the parts of this post that use your own sentences run it, but the statistics over the post’s sentence sets (its tables, intervals and their charts) were computed when the site was built, with the model the site ships with, and are that model’s, not this one’s. Computing them for a model chosen here is not built yet.' }));
     const session = new EngineSession({
