@@ -104,7 +104,14 @@ if (models[COMPACT]) {
   // its checksum, for a reader whose page needs the whole table (the masked-LM head).
   const allRows = readFileSync(join(modelsDir, `${folder}.bin`));
   const all = { file: `${folder}.bin`, bytes: allRows.length, sha256: sha256(allRows) };
-  models[COMPACT].shards = { folder: `${folder}/`, rows_per_shard: ROWS_PER_SHARD, count: shardFiles.length, bytes: shardBytes, preload, all };
+  // Every shard's SHA-256, 32 bytes each in shard order, in one file the manifest vouches for:
+  // the engine checks each shard against it before the core reads it or the Cache API keeps it
+  // (a shard's own CRC-32 can be recomputed by whoever alters it).
+  const digestsName = `${folder}.sha256`;
+  writeFileSync(join(modelsDir, digestsName), Buffer.concat(shardFiles.map((f) => createHash('sha256').update(readFileSync(join(modelsDir, folder, f))).digest())));
+  const digestBytes = readFileSync(join(modelsDir, digestsName));
+  const digests = { file: digestsName, bytes: digestBytes.length, sha256: sha256(digestBytes) };
+  models[COMPACT].shards = { folder: `${folder}/`, rows_per_shard: ROWS_PER_SHARD, count: shardFiles.length, bytes: shardBytes, preload, all, digests };
 }
 const names = Object.keys(models);
 if (!names.length) {

@@ -101,6 +101,8 @@ export function publish({ out, precision = false, site = false, quiet = false } 
       add(folder + name, preload.has(Number(name.slice(0, -4))) ? 'first' : 'shards');
     }
     if (chosen.shards.all) add(`models/${chosen.shards.all.file}`, 'all-rows');
+    // The shards' checksums: the engine reads them with the first shard it fetches.
+    if (chosen.shards.digests) add(`models/${chosen.shards.digests.file}`, 'first');
   } else {
     add(`models/${chosen.file}`, 'first');
   }

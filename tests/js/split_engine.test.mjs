@@ -26,7 +26,7 @@ function writeManifest(folder) {
   const url = (file) => pathToFileURL(join(folder, file)).href;
   const local = {
     default: NAME,
-    models: { [NAME]: { ...entry, file: url(entry.file), core: { ...entry.core, file: url(entry.core.file) }, shards: { ...entry.shards, folder: `${url(entry.shards.folder)}/`, all: { ...entry.shards.all, file: url(entry.shards.all.file) } } } },
+    models: { [NAME]: { ...entry, file: url(entry.file), core: { ...entry.core, file: url(entry.core.file) }, shards: { ...entry.shards, folder: `${url(entry.shards.folder)}/`, all: { ...entry.shards.all, file: url(entry.shards.all.file) }, digests: { ...entry.shards.digests, file: url(entry.shards.digests.file) } } } },
     engine: { ...real.engine, glue: pathToFileURL(join(root, 'web', 'engine', 'attention_engine.js')).href, wasm: pathToFileURL(join(root, 'web', 'engine', 'attention_engine.wasm')).href },
   };
   const path = join(tmp, `manifest-${Math.random().toString(36).slice(2)}.json`);
@@ -112,7 +112,7 @@ test('a missing or corrupt shard is refused with its message; the engine keeps w
   const bad = Buffer.from(good);
   bad[bad.length - 1] ^= 0x20;
   writeFileSync(shardPath, bad);
-  await assert.rejects(engine.ensureRows(text), (error) => error instanceof EngineError && error.kind === 'model' && /fails its checksum/.test(error.message));
+  await assert.rejects(engine.ensureRows(text), (error) => error instanceof EngineError && error.kind === 'model' && /SHA-256 does not match the manifest\u2019s list of shard checksums/.test(error.message));
   await engine.ensureRows('The cat sat.');
   assert.ok(engine.analyze('The cat sat.').n > 3, 'the engine still fetches and analyses other sentences');
   rmSync(shardPath);

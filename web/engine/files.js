@@ -377,14 +377,62 @@ export function canTransferStreams() {
   return transferable;
 }
 
-// Shard k of a split model ({baseUrl, coreSha}): from the Cache API if an earlier visit kept it,
-// else downloaded. The caller caches it once the core has accepted it.
+// The largest shard file the engine reads: 32 rows of bert-large's 1024 values in f32 and their
+// coding are far below it.
+const SHARD_LIMIT = 4 * 1024 * 1024;
+
+// Shard k of a split model ({baseUrl, coreSha, digestOf}): from the Cache API if an earlier visit
+// kept it, else downloaded; the caller caches it once the core has accepted it. digestOf(k)
+// gives the shard's SHA-256 from the manifest's list (its `digests` file), which the bytes must
+// match before anything uses them: a wrong copy (cached, or altered on its way) is deleted and
+// fetched once more straight from the server (cache: 'reload'); a second wrong copy is the
+// error, naming the file.
 export async function fetchShard(shards, k) {
   const url = new URL(`${String(k).padStart(5, '0')}.bin`, shards.baseUrl).href;
   const cacheKey = `${url}?core=${shards.coreSha}`;
   const cache = await openCache();
+  const sha256 = shards.digestOf ? await shards.digestOf(k) : null;
+  const checksum = sha256 ? { sha256, from: 'the manifest\u2019s list of shard checksums' } : null;
   const hit = cache ? await cache.match(cacheKey) : undefined;
-  const bytes = hit ? new Uint8Array(await hit.arrayBuffer()) : (await fetchVerified(url, { what: 'word-embedding rows', kind: 'model' }, (value) => ({ value }))).value;
-  return { url, cacheKey, cache, cached: Boolean(hit), bytes };
+  let problem = null;
+  if (hit) {
+    const bytes = new Uint8Array(await hit.arrayBuffer());
+    problem = await problemWith(bytes, 'application/octet-stream', checksum);
+    if (!problem) return { url, cacheKey, cache, cached: true, bytes };
+    await cache.delete(cacheKey).catch(() => {});
+  }
+  for (const reload of hit || isFileUrl(url) ? [true] : [false, true]) {
+    let bytes;
+    let type = 'application/octet-stream';
+    if (isFileUrl(url)) {
+      bytes = await readFileUrl(url);
+    } else {
+      const { response } = await openResponse(url, null, { reload });
+      type = response.headers.get('content-type');
+      bytes = await readBody(url, response, { total: 0, fromCache: false, onProgress: () => {}, limit: SHARD_LIMIT });
+    }
+    problem = bytes && bytes.length <= SHARD_LIMIT ? await problemWith(bytes, type, checksum) : `it is more than ${SHARD_LIMIT} bytes`;
+    if (!problem) return { url, cacheKey, cache, cached: false, bytes };
+  }
+  throw new EngineError('model', `The word-embedding rows ${url} could not be used: ${problem}${isFileUrl(url) ? '' : ', also when fetched again from the server'}. The site serves a wrong or damaged file; its author rebuilds it (scripts/site/build_site.mjs).`);
+}
+
+// The manifest's list of shard checksums (a split model's `shards.digests`: 32 bytes per shard),
+// downloaded once per engine and checked against its own SHA-256: digestOf(k) for fetchShard,
+// or null where the manifest names no list.
+export function shardDigests(url, entry, count) {
+  const checksum = checksumOf(entry);
+  if (!checksum) return null;
+  let list = null;
+  const load = () => {
+    list ??= fetchVerified(url, { what: 'list of shard checksums', kind: 'model', cacheKey: `${url}?sha256=${checksum.sha256}`, checksum, limit: 32 * count },
+      (bytes) => (bytes.length === 32 * count ? { value: bytes } : { refusal: new EngineError('model', `The list of shard checksums ${url} has ${bytes.length} bytes, not 32 for each of ${count} shards.`) }))
+      .then(({ value }) => value, (error) => {
+        list = null;
+        throw error;
+      });
+    return list;
+  };
+  return async (k) => hex((await load()).subarray(32 * k, 32 * k + 32));
 }
 

@@ -4,7 +4,7 @@
 // where no worker can start. Text limits and the result schema's check are here too.
 import { HEAD_LABELS, ROLE, ROW_STAT, ROW_STAT_FIELDS } from './result.js';
 import { describeWasmFailure, EngineError, thousands } from './errors.js';
-import { checksumOf, DEFAULT_MANIFEST_URL, fetchShard, fetchVerified, fetchWasmModule, loadManifest, modelSource } from './files.js';
+import { checksumOf, DEFAULT_MANIFEST_URL, fetchShard, fetchVerified, fetchWasmModule, loadManifest, modelSource, shardDigests } from './files.js';
 
 const HERE = import.meta.url;
 // Longer texts are refused before they reach the tokenizer: the model reads at most 512
@@ -605,14 +605,15 @@ export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifes
   // The opening sentence's rows come with the core, in parallel, asked for after it: over
   // HTTP/1.1 a browser opens six connections to a host, and the core, the largest file, takes
   // one of them first.
-  const shardSource = split ? { baseUrl: shardBase, coreSha: entry.core.sha256 } : null;
+  const digestOf = split && entry.shards.digests ? shardDigests(new URL(entry.shards.digests.file, base).href, entry.shards.digests, entry.shards.count) : null;
+  const shardSource = split ? { baseUrl: shardBase, coreSha: entry.core.sha256, digestOf } : null;
   const preloaded = split ? (entry.shards.preload ?? []).map((k) => fetchShard(shardSource, k).then((shard) => [k, shard], () => null)) : [];
   // Promise.all watches every promise, so a second failure is never left unhandled.
   const [{ value: { module, native, tReady, t3 }, bytes: modelBytes, from: modelFrom, checkpoint: loadedCheckpoint }, { bytes: wasmBytes, url: wasmUrl }] = await Promise.all([modelLoad, compiled, instance]);
   const info = { ...native.info(), url: resolvedModelUrl, sha256: modelFile?.sha256 ?? null, wasm: wasmUrl, ...(loadedCheckpoint ? { checkpoint: loadedCheckpoint } : {}) };
   const t4 = now();
   const allRows = split && checksumOf(entry.shards.all) ? { url: new URL(entry.shards.all.file, base).href, checksum: checksumOf(entry.shards.all) } : null;
-  const shards = split ? { baseUrl: shardBase, coreSha: entry.core.sha256, count: entry.shards.count, bytes: entry.shards.bytes ?? 0, all: allRows } : null;
+  const shards = split ? { baseUrl: shardBase, coreSha: entry.core.sha256, digestOf, count: entry.shards.count, bytes: entry.shards.bytes ?? 0, all: allRows } : null;
   const engine = new AttentionEngine(module, native, info, {
     // fetchMs: until both files are here (and checked); compileMs: the wasm's download and
     // compilation; parseMs: the core reading the model file; totalMs: the whole.
