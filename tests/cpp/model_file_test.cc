@@ -442,6 +442,18 @@ TEST_F(BrokenFileTest, ExtraTensor) {
   EXPECT_HAS(message, "(2 layers)");
 }
 
+// A tensor name is only checked for being UTF-8: the message that quotes it writes its control
+// characters as escapes (ESC would otherwise reach a terminal, and a page would show nothing).
+TEST_F(BrokenFileTest, ControlCharactersInANameAreEscaped) {
+  testing::WriterTensor extra = parts_.tensors[3];
+  extra.name = "evil\x1b[2J\x07\xc2\x9bname";
+  parts_.tensors.push_back(extra);
+  const std::string message = LoadError(Serialize(parts_));
+  EXPECT_HAS(message, "unexpected tensor 'evil\\x1b[2J\\x07\\u009bname'");
+  EXPECT_EQ(message.find('\x1b'), std::string::npos) << message;
+  EXPECT_EQ(message.find('\x07'), std::string::npos) << message;
+}
+
 TEST_F(BrokenFileTest, DuplicateTensor) {
   parts_.tensors.push_back(parts_.tensors[4]);
   EXPECT_HAS(LoadError(Serialize(parts_)), "tensor 'embeddings.LayerNorm.bias' appears twice in the tensor table (entries 4 and 37)");

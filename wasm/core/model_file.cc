@@ -126,12 +126,12 @@ Status CheckTensorNames(const ModelConfig& config, const std::vector<RawEntry>& 
     const std::string& name = entries[i].name;
     auto previous = seen.find(name);
     if (previous != seen.end()) {
-      return Status::Error("tensor '" + name + "' appears twice in the tensor table (entries " +
+      return Status::Error("tensor '" + unicode::Printable(name) + "' appears twice in the tensor table (entries " +
                            Num(previous->second) + " and " + Num(i) + ")" + kReconvert);
     }
     seen.emplace(name, i);
     if (expected_index.count(name) == 0) {
-      return Status::Error("unexpected tensor '" + name + "' (entry " + Num(i) +
+      return Status::Error("unexpected tensor '" + unicode::Printable(name) + "' (entry " + Num(i) +
                            "): not part of a BertModel with this config (" +
                            Num(config.num_hidden_layers) + " layers)" + kReconvert);
     }
@@ -149,7 +149,7 @@ Status CheckTensorNames(const ModelConfig& config, const std::vector<RawEntry>& 
   // Same set, same size: any difference left is order.
   for (size_t i = 0; i < entries.size(); ++i) {
     if (entries[i].name != expected[i].name) {
-      return Status::Error("tensor table entry " + Num(i) + " is '" + entries[i].name +
+      return Status::Error("tensor table entry " + Num(i) + " is '" + unicode::Printable(entries[i].name) +
                            "', expected '" + expected[i].name +
                            "' (tensors must be in the order of model_data/README.md)" +
                            kReconvert);
@@ -163,7 +163,7 @@ Status CheckTensorNames(const ModelConfig& config, const std::vector<RawEntry>& 
 // tensor's rans header (the rows are in shard files).
 Status CheckEntry(const RawEntry& e, const TensorSpec& spec, uint64_t data_bytes,
                   uint32_t rows_per_shard) {
-  const std::string where = "tensor '" + e.name + "': ";
+  const std::string where = "tensor '" + unicode::Printable(e.name) + "': ";
   if (rows_per_shard != 0) {
     const uint64_t shard_values = uint64_t{rows_per_shard} * spec.shape[1];
     if (e.dtype != static_cast<uint32_t>(DType::kRans) || e.ndim != 2 || e.shape[0] != spec.shape[0] ||

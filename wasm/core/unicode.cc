@@ -1,5 +1,7 @@
 #include "core/unicode.h"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <utility>
 
@@ -223,6 +225,26 @@ bool IsValidUtf8(std::string_view bytes) {
   again.reserve(bytes.size());
   for (char32_t cp : decoded) AppendUtf8(cp, &again);
   return again == bytes;
+}
+
+std::string Printable(std::string_view s) {
+  std::vector<char32_t> code_points;
+  DecodeUtf8(s, &code_points);
+  std::string out;
+  out.reserve(s.size());
+  char escape[8];
+  for (char32_t c : code_points) {
+    if (c < 0x20 || c == 0x7F) {
+      std::snprintf(escape, sizeof escape, "\\x%02x", static_cast<unsigned>(c));
+      out += escape;
+    } else if ((c >= 0x80 && c <= 0x9F) || c == 0x2028 || c == 0x2029) {
+      std::snprintf(escape, sizeof escape, "\\u%04x", static_cast<unsigned>(c));
+      out += escape;
+    } else {
+      AppendUtf8(c, &out);
+    }
+  }
+  return out;
 }
 
 }  // namespace attn::unicode

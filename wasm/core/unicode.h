@@ -122,6 +122,15 @@ bool IsSplitSpace(char32_t cp);
 void DecodeUtf8(std::string_view bytes, std::vector<char32_t>* out);
 // Appends the UTF-8 encoding of a valid scalar value.
 void AppendUtf8(char32_t cp, std::string* out);
+
+// s with every control character written as a visible escape, for messages and text output that
+// quote a string from a file (a tensor name, a vocabulary entry, a model's name): C0 controls
+// (tab and newline included) and DEL become \xNN, C1 controls and U+2028/U+2029 become \uNNNN,
+// and each ill-formed UTF-8 subpart becomes U+FFFD. ESC, BEL or CSI printed raw would set a
+// terminal's title or clear its screen (security review F7), and a page would show them as
+// nothing. The result is for people: backslashes are not doubled, so it does not read back
+// exactly.
+std::string Printable(std::string_view s);
 // True when bytes is well-formed UTF-8.
 bool IsValidUtf8(std::string_view bytes);
 
