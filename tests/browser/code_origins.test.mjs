@@ -1,7 +1,7 @@
 // engine-src, manifest-src and model-src load code or claims into the host page (security review
 // F3): on a host of another origin, a figure whose attribute names a third origin refuses it,
 // says why and how a page allows it, and requests nothing from it; with the host's
-// <meta name="attention-widgets-origins"> naming that origin the address is used. Chromium maps
+// <meta name="attention-widgets-origins"> in its head naming that origin the address is used (in its body, it is not). Chromium maps
 // the made-up host code.example to 127.0.0.1, so one local server stands for the third origin.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -42,15 +42,16 @@ after(async () => {
 });
 
 // A host page with the bundle from the site and one figure whose engine-src names the third
-// origin; `allow` puts that origin in the page's meta. Returns the figure's status text and the
+// origin; `allow` puts that origin in the page's meta (true: in its head; 'body': in its body, which counts for nothing). Returns the figure's status text and the
 // requests made to the third origin.
 async function open(name, allow) {
   const siteUrl = `http://127.0.0.1:${site.server.address().port}/`;
   const thirdOrigin = `http://${THIRD_HOST}:${third.server.address().port}`;
+  const meta = `<meta name="attention-widgets-origins" content="https://other.example ${thirdOrigin}">`;
   writeFileSync(join(host.dir, name), `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${name}</title>
-${allow ? `<meta name="attention-widgets-origins" content="https://other.example ${thirdOrigin}">` : ''}
+${allow === true ? meta : ''}
 <script type="module" src="${siteUrl}dist/attention-widgets.js"></script></head>
-<body><attention-row id="row" sentence="The cat sat." engine-src="${thirdOrigin}/engine/"></attention-row></body></html>`);
+<body>${allow === 'body' ? meta : ''}<attention-row id="row" sentence="The cat sat." engine-src="${thirdOrigin}/engine/"></attention-row></body></html>`);
   const context = await browser.newContext();
   const page = await context.newPage();
   const requests = [];
@@ -70,6 +71,12 @@ describe('code-loading attributes and their origin', { timeout: 120000 }, () => 
     assert.deepEqual(requests, []);
     assert.ok(status.includes(`is on ${thirdOrigin}, not on these widgets\u2019 origin (${new URL(siteUrl).origin})`), status);
     assert.ok(status.includes(`<meta name="attention-widgets-origins" content="${thirdOrigin}">`), status);
+  });
+
+  test('the same meta in the page\u2019s body (markup an article can write) allows nothing', async () => {
+    const { status, requests, thirdOrigin } = await open('body-meta.html', 'body');
+    assert.deepEqual(requests, []);
+    assert.ok(status.includes(`is on ${thirdOrigin}, not on these widgets`), status);
   });
 
   test('the same address is used once the page allows its origin', async () => {

@@ -20,19 +20,28 @@ import { figureView } from './view.js';
 // (a page setting, which markup inside an article cannot give itself by an attribute).
 export const ORIGINS_META = 'attention-widgets-origins';
 const WIDGETS_ORIGIN = new URL(import.meta.url).origin;
+
+// The origins the page allows: only a meta that is a child of <head> counts (markup in a page's
+// body, an article's Markdown, cannot allow an origin), read once, when the first figure loads
+// (one that a script adds later changes nothing).
+let allowedOrigins = null;
+function listedOrigins() {
+  if (!allowedOrigins) {
+    const metas = [...(document.head?.children ?? [])].filter((el) => el.localName === 'meta' && el.getAttribute('name') === ORIGINS_META);
+    allowedOrigins = new Set(metas.flatMap((meta) => (meta.getAttribute('content') ?? '').split(/\s+/)).flatMap((entry) => {
+      try {
+        return entry ? [new URL(entry).origin] : [];
+      } catch {
+        return [];
+      }
+    }));
+  }
+  return allowedOrigins;
+}
+
 function allowedOrigin(url) {
   const origin = new URL(url).origin;
-  if (origin === WIDGETS_ORIGIN) return true;
-  // Only the head's meta counts: markup in a page's body (an article's Markdown) cannot allow
-  // an origin.
-  const listed = document.head?.querySelector(`meta[name="${ORIGINS_META}"]`)?.getAttribute('content') ?? '';
-  return listed.split(/\s+/).some((entry) => {
-    try {
-      return entry !== '' && new URL(entry).origin === origin;
-    } catch {
-      return false;
-    }
-  });
+  return origin === WIDGETS_ORIGIN || listedOrigins().has(origin);
 }
 
 // model-src="hf:ID" or "hf:ID@REVISION": a checkpoint on the Hugging Face hub, which the
