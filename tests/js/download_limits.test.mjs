@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { createEngine, MAX_MODEL_FILE_BYTES } from '../../web/engine/engine.js';
+import { MAX_UNDECLARED_BYTES } from '../../web/engine/files.js';
 import { requireInputs } from './inputs.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -28,11 +29,13 @@ before(async () => {
     const headers = { 'content-type': 'application/octet-stream' };
     // A file that says it is 2 GiB; the other gives no length (chunked).
     if (path === '/declared-huge.attn') headers['content-length'] = String(2 * 1024 * 1024 * 1024);
+    // A model-src answer without a length that goes on (chunked), up to 80 MiB.
+    const most = path === '/chunked-80mib.attn' ? 80 * 1024 * 1024 : CAP;
     response.writeHead(200, headers);
     sent[path] = 0;
     let open = true;
     response.on('close', () => { open = false; });
-    while (open && sent[path] < CAP) {
+    while (open && sent[path] < most) {
       if (!response.write(CHUNK)) await new Promise((resolve) => { response.once('drain', resolve); response.once('close', resolve); });
       sent[path] += CHUNK.length;
     }
@@ -67,4 +70,14 @@ test('a body without Content-Length is read only until it passes the manifest\u2
     return true;
   });
   assert.ok(sent['/unbounded.attn'] < CAP / 2, `the server sent ${sent['/unbounded.attn']} bytes`);
+});
+
+test('a model-src answer without Content-Length stops at MAX_UNDECLARED_BYTES (64 MiB), far below the 1 GiB a file may declare', async (t) => {
+  if (!requireInputs(t, [join(wasmDir, 'attention_engine.wasm')], 'build it with scripts/build.sh wasm')) return;
+  await assert.rejects(createEngine({ engineUrl: pathToFileURL(wasmDir).href, modelUrl: `${base}/chunked-80mib.attn` }), (error) => {
+    assert.equal(error.kind, 'model');
+    assert.match(error.message, /came without a Content-Length and passed 64 MiB/);
+    return true;
+  });
+  assert.ok(sent['/chunked-80mib.attn'] < MAX_UNDECLARED_BYTES + 16 * 1024 * 1024, `the server sent ${sent['/chunked-80mib.attn']} bytes`);
 });

@@ -14,6 +14,13 @@ export const DEFAULT_MANIFEST_URL = new URL('../models/manifest.json', HERE).hre
 // than 768 MiB of weights anyway (MemoryBudget in wasm/core/model_file.h).
 export const MAX_MODEL_FILE_BYTES = 1024 * 1024 * 1024;
 
+// The most a download reads when neither a manifest (its size and SHA-256) nor the server (a
+// Content-Length) says how long the file is: a model-src address whose server streams without a
+// length. The compact and f32 files of bert-mini are below it; a larger file needs its server to
+// send a Content-Length. Without this bound a broken or hostile server could fill the reader's
+// memory up to MAX_MODEL_FILE_BYTES before anything refused it (security review 4, F5).
+export const MAX_UNDECLARED_BYTES = 64 * 1024 * 1024;
+
 export const isFileUrl = (url) => url.startsWith('file:');
 
 async function readFileUrl(url) {
@@ -202,7 +209,12 @@ export async function fetchVerified(url, { what, kind, cacheKey = null, checksum
         response.body?.cancel().catch(() => {});
         throw new EngineError(kind, `The ${what} ${url} is ${declared} bytes, more than this engine loads (${limit}); use a smaller or compact ${what}.`);
       }
-      bytes = await readBody(url, response, { total: (encoded ? 0 : declared) || checksum?.bytes || 0, fromCache, onProgress, limit: most });
+      // Neither the manifest nor the server gives the length: read at most MAX_UNDECLARED_BYTES.
+      const undeclared = !checksum && !(declared > 0 && !encoded) && most > MAX_UNDECLARED_BYTES;
+      bytes = await readBody(url, response, { total: (encoded ? 0 : declared) || checksum?.bytes || 0, fromCache, onProgress, limit: undeclared ? MAX_UNDECLARED_BYTES : most });
+      if (!bytes && undeclared) {
+        throw new EngineError(kind, `The ${what} ${url} came without a Content-Length and passed ${MAX_UNDECLARED_BYTES / 2 ** 20} MiB, the most this page reads of a file whose length nobody states; its server should send a Content-Length (or the site list the file in its manifest with its size and SHA-256).`);
+      }
     }
     const problem = bytes ? await problemWith(bytes, type, checksum) : tooLarge;
     const used = problem ? null : await use(bytes);
