@@ -157,6 +157,23 @@ test('the row figure draws one chip per token, hides [CLS] and [SEP] on request 
   row.remove();
 });
 
+// A text the engine refuses is an input problem, said as one (security review 4: a text over
+// 20,000 characters was reported as "the live model did not load"); a model that failed to load
+// is still said as that.
+test('a refused text is said as the text\u2019s problem, not as a model that did not load', async () => {
+  const long = 'a '.repeat(12500);
+  const engine = { analyze: async () => { throw Object.assign(new Error('The text is 25,000 characters long; the page takes at most 20,000.'), { kind: 'input' }); } };
+  const row = place(FIGURES.row.tag);
+  row.view = await figureView({ engine, sentence: long, selection: { token: -1, layer: -1, head: -1 }, wordText: '', model: describeModel(example.model) });
+  const status = row.shadowRoot.querySelector('.status').textContent;
+  assert.match(status, /This text cannot be analysed: The text is 25,000 characters long/);
+  assert.doesNotMatch(status, /did not load/);
+  const failing = { analyze: async () => { throw Object.assign(new Error('Could not download the model.'), { kind: 'network' }); } };
+  row.view = await figureView({ engine: failing, sentence: 'The cat sat.', selection: { token: -1, layer: -1, head: -1 }, wordText: '', model: null });
+  assert.match(row.shadowRoot.querySelector('.status').textContent, /The live model did not load: Could not download the model\./);
+  row.remove();
+});
+
 // happy-dom has no canvas: a 2D context that draws nothing, for the figures that paint.
 function withoutCanvas(t) {
   const prototype = window.HTMLCanvasElement.prototype;

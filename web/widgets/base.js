@@ -282,7 +282,9 @@ export class AttentionFigure extends HTMLElement {
     setText(messages.loading, `${what} ${progressText(view.progress ? progress : null)}`);
     setText(messages.ready, `${what} The live model is ready.`);
     setText(messages.live, `Computed in your browser by ${modelPhrase(view.model)}.${truncationNote(view.result)}`);
-    setText(messages.error, view.mode === 'error' ? `The live model did not load: ${view.error?.message ?? 'unknown error'}` : '');
+    // A text the engine refuses (too long, say) is the input's problem, not the model's.
+    const refusedText = view.error?.kind === 'input';
+    setText(messages.error, view.mode !== 'error' ? '' : refusedText ? `This text cannot be analysed: ${view.error.message}` : `The live model did not load: ${view.error?.message ?? 'unknown error'}`);
     const active = view.mode === 'live' ? 'live' : view.mode === 'error' ? 'error' : view.ready ? 'ready' : 'loading';
     if (this._status.active !== active || this._status.mode !== view.mode) {
       for (const [key, el] of Object.entries(messages)) {
@@ -316,9 +318,9 @@ export class AttentionFigure extends HTMLElement {
 
   // The body when there is nothing to draw yet (no example for this model, or a failure).
   renderPlaceholder(view) {
-    const text = view.mode === 'error'
-      ? 'This figure needs the live model, which did not load. The retry button above tries again.'
-      : 'This figure appears when the model has loaded.';
+    const text = view.mode !== 'error' ? 'This figure appears when the model has loaded.'
+      : view.error?.kind === 'input' ? 'This figure appears for a text the model can read; the line above says what is wrong with this one.'
+        : 'This figure needs the live model, which did not load. The retry button above tries again.';
     this.bodyEl.replaceChildren(h('div.placeholder', { style: { 'min-height': this.constructor.placeholderHeight ?? '12em' } }, h('p', { text })));
   }
 
