@@ -310,7 +310,7 @@ def model_from_hf(hf_dir, name=None, source=None, extra_provenance=None):
         raise ConversionError(
             f"{weights_path}: tensors the engine has no place for: {', '.join(unknown[:5])}"
             f"{' ...' if len(unknown) > 5 else ''}; only BertModel, its pooler and the "
-            f"masked-LM head are converted (a task head such as a classifier is not)")
+            f"masked-LM head are converted (a task head, a classifier or a question-answering one, is left out)")
     for tensor_name, shape in expected:
         if tensor_name not in weights:
             raise ConversionError(f"{weights_path}: missing tensor {tensor_name} "

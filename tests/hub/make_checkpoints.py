@@ -664,6 +664,17 @@ def build(out_dir):
          "config": {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2"}},
         refuse("gpt2", "config"), "config.json model_type gpt2 (and a tiny model.safetensors)"))
 
+    # too-large: bert-large's config (336M values, over the wasm engine's 192M budget) over a
+    # small weights file: refused by its config, before the weights are downloaded.
+    folder = bert_like("too-large")
+    with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
+        large = json.load(f)
+    large.update({"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
+                  "intermediate_size": 4096, "max_position_embeddings": 512})
+    write_json(os.path.join(folder, "config.json"), large)
+    refused("too-large", refuse("more than this build loads", "config", "too large", "budget"),
+            "bert-large's config over a small weights file: over the wasm engine's memory budget")
+
     bert_like("gated")
     refused("gated", refuse("gated", "auth", "401", "log in", "restricted"),
             "a good shape-A checkpoint in a gated repository: the model info is served "

@@ -9,10 +9,12 @@
 // Needs build/wasm and build/native (scripts/build.sh native wasm).
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 
+import { checkConfig, checkpointTable, modelFileFromCheckpoint, tokenizerWord, vocabularyBytes } from '../../web/engine/checkpoint.js';
 import { createEngine } from '../../web/engine/engine.js';
 import { startMockHub } from '../hub/mock_hub.mjs';
 import { requireInputs } from './inputs.mjs';
@@ -119,4 +121,43 @@ test('a download cancelled midway ends with a cancellation, not a model', async 
   });
   await assert.rejects(loading, (error) => error.kind === 'cancelled');
   hub.setDelay(0);
+});
+
+// The model file the page writes from a checkpoint is convert_model's, byte for byte, in every
+// part but the name and provenance: the config, the tokenizer's settings, the vocabulary, the
+// tensor table (names, dtypes, shapes, offsets) and every tensor's bytes.
+test('the page\u2019s model file from each good checkpoint is convert_model\u2019s .attn in every section but the name and provenance', async () => {
+  const createModule = (await import(pathToFileURL(join(root, 'build', 'wasm', 'attention_engine.js')).href)).default;
+  const module = await createModule({ print: () => {}, printErr: () => {}, wasmBinary: readFileSync(join(root, 'build', 'wasm', 'attention_engine.wasm')) });
+  const sections = (bytes) => {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const part = (k) => {
+      const at = Number(view.getBigUint64(56 + 16 * k, true));
+      return bytes.subarray(at, at + Number(view.getBigUint64(64 + 16 * k, true)));
+    };
+    return { config: bytes.subarray(16, 56), tokenizer: bytes.subarray(152, 156), vocabulary: part(2), table: part(3), data: part(4) };
+  };
+  for (const repo of manifest.repos.filter((r) => r.expect.load)) {
+    const dir = join(FIXTURES, repo.dir);
+    const files = Object.fromEntries(readdirSync(dir).map((name) => [name, new Uint8Array(readFileSync(join(dir, name)))]));
+    const { bytes } = await modelFileFromCheckpoint(files, { expectedTensors: (c, p, m) => module.expectedTensors(c, p, m), name: repo.id, source: 'test' });
+    const page = sections(bytes);
+    const converted = sections(new Uint8Array(readFileSync(join(FIXTURES, repo.expect.attn))));
+    for (const key of Object.keys(page)) assert.ok(Buffer.from(page[key]).equals(Buffer.from(converted[key])), `${repo.id}: the ${key} section differs from convert_model's`);
+  }
+});
+
+// The table's rules as Python's dict.get reads them: a key given as null is a value (refused),
+// not the default; the vocabulary is kept byte for byte but for CRLF and a final newline.
+test('config and tokenizer keys given as null are refused as convert_model refuses them; the vocabulary keeps its bytes', async () => {
+  const table = await checkpointTable();
+  const base = { vocab_size: 8, hidden_size: 4, num_hidden_layers: 1, num_attention_heads: 1, intermediate_size: 8, max_position_embeddings: 8 };
+  assert.equal(checkConfig(base, table.config).type_vocab_size, 2, 'an absent key takes the default');
+  for (const key of ['model_type', 'hidden_act', 'position_embedding_type', 'type_vocab_size', 'layer_norm_eps']) {
+    assert.throws(() => checkConfig({ ...base, [key]: null }, table.config), (error) => error.kind === 'model' && error.message.includes(key), key);
+  }
+  assert.throws(() => tokenizerWord({ mask_token: null }, table.tokenizer), /mask_token is null/);
+  assert.equal(tokenizerWord({ do_lower_case: false }, table.tokenizer), 1);
+  const bom = new Uint8Array([0xEF, 0xBB, 0xBF, 0x61, 0x0D, 0x0A, 0x62, 0xFF]);
+  assert.deepEqual(Array.from(vocabularyBytes(bom)), [0xEF, 0xBB, 0xBF, 0x61, 0x0A, 0x62, 0xFF, 0x0A]);
 });

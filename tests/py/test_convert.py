@@ -265,9 +265,20 @@ class RefusalTest(TempDirTest):
                            "model_type is 'roberta'")
 
     def test_task_head(self):
+        # A fine-tune's task head (a classifier, a question-answering head) is left out, as the
+        # next-sentence head is, and recorded: the encoder it was trained on is what the engine
+        # runs. Any other tensor the engine has no place for is still refused.
         state = self.state()
         state["classifier.weight"] = torch.zeros(2, 32)
-        self.assertRefused(self.hf_folder(state), "no place for: classifier.weight")
+        state["classifier.bias"] = torch.zeros(2)
+        state["qa_outputs.weight"] = torch.zeros(2, 32)
+        model, _ = convert_model.model_from_hf(self.hf_folder(state))
+        dropped = json.loads(model.provenance)["dropped_tensors"]
+        self.assertEqual(sorted(dropped), ["classifier.bias", "classifier.weight", "qa_outputs.weight"])
+        self.assertNotIn("classifier.weight", model.tensors)
+        state = self.state()
+        state["bert.encoder.adapter.weight"] = torch.zeros(2, 32)
+        self.assertRefused(self.hf_folder(state), "no place for: encoder.adapter.weight")
 
     def test_missing_tensor(self):
         state = self.state()

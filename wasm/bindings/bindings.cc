@@ -56,8 +56,9 @@ val Schema() {
 // The tensors a model file of this config holds, in file order (core/tensor_table.h, the one
 // table): [{name, shape}], or {error} naming what is wrong with the config. The page's reader of
 // Hugging Face checkpoints (web/engine/checkpoint.js) writes its model file in this order, so
-// that the names and shapes are not spelled a second time in JS. config: an object with the
-// ModelConfig fields under their Hugging Face names.
+// that the names and shapes are not spelled a second time in JS; and, called with the config
+// alone before the weights' download, it refuses a model over this build's memory budget.
+// config: an object with the ModelConfig fields under their Hugging Face names.
 val ExpectedTensorList(val config, bool with_pooler, bool with_masked_lm_head) {
   auto field = [&](const char* name) -> uint32_t {
     val v = config[name];
@@ -77,8 +78,17 @@ val ExpectedTensorList(val config, bool with_pooler, bool with_masked_lm_head) {
   c.layer_norm_eps = eps.isNumber() ? static_cast<float>(eps.as<double>()) : 0.0f;
   attn::Status status = attn::ValidateConfig(c);
   if (!status.ok()) return ErrorObject(status.message());
+  const std::vector<attn::TensorSpec> specs = attn::ExpectedTensors(c, with_pooler, with_masked_lm_head);
+  // The values this build would hold (all but the pooler, which it never decodes): a model over
+  // its memory budget is refused here, before the page downloads its weights.
+  uint64_t floats = 0;
+  for (const attn::TensorSpec& spec : specs) {
+    if (spec.group != attn::TensorGroup::kPooler) floats += spec.numel();
+  }
+  status = attn::CheckModelBudget(floats);
+  if (!status.ok()) return ErrorObject(status.message());
   val list = val::array();
-  for (const attn::TensorSpec& spec : attn::ExpectedTensors(c, with_pooler, with_masked_lm_head)) {
+  for (const attn::TensorSpec& spec : specs) {
     val shape = val::array();
     for (uint32_t k = 0; k < spec.ndim; ++k) shape.call<void>("push", spec.shape[k]);
     val entry = val::object();

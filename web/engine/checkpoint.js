@@ -45,13 +45,16 @@ export function parseJsonFile(bytes, file) {
 export function checkConfig(config, rules, file = 'config.json') {
   const cannot = (what) => refuse(`${file}: ${what}; the engine runs only plain BERT encoders (Hugging Face BertModel semantics).`);
   const { defaults } = rules;
-  const type = config.model_type ?? defaults.model_type;
+  // A key's value, or the default where the key is absent (as Python's dict.get): a null given
+  // is a value, and refused where it is not one the engine takes.
+  const given = (key) => (Object.hasOwn(config, key) ? config[key] : defaults[key]);
+  const type = given('model_type');
   if (!rules.model_types.includes(type)) {
     const architectures = Array.isArray(config.architectures) ? ` (${config.architectures.map(String).join(', ').slice(0, 200)})` : '';
     throw cannot(`model_type is ${JSON.stringify(type)}${architectures}, not 'bert'`);
   }
   for (const [key, [only, why]] of Object.entries(rules.only)) {
-    const value = config[key] ?? defaults[key];
+    const value = given(key);
     if (value !== only) throw cannot(`${key} is ${JSON.stringify(value)}; ${why}`);
   }
   if (rules.refused_flags.some((flag) => config[flag])) throw cannot(`it is configured as a decoder (${rules.refused_flags.join(' / ')})`);
@@ -59,11 +62,11 @@ export function checkConfig(config, rules, file = 'config.json') {
   if (missing.length) throw refuse(`${file} lacks ${missing.join(', ')}.`);
   const out = {};
   for (const key of [...rules.required, 'type_vocab_size']) {
-    const value = config[key] ?? defaults[key];
+    const value = given(key);
     if (!Number.isSafeInteger(value) || value <= 0) throw refuse(`${file}: ${key} is ${JSON.stringify(value)}; expected a positive integer.`);
     out[key] = value;
   }
-  const eps = config.layer_norm_eps ?? defaults.layer_norm_eps;
+  const eps = given('layer_norm_eps');
   if (typeof eps !== 'number' || !Number.isFinite(eps) || eps <= 0) throw refuse(`${file}: layer_norm_eps is ${JSON.stringify(eps)}; expected a positive number.`);
   out.layer_norm_eps = Math.fround(eps);
   return out;
@@ -79,7 +82,7 @@ export function tokenizerWord(settings, rules, file = 'tokenizer_config.json') {
     throw refuse(`${file}: tokenizer_class is ${JSON.stringify(kind)}; this engine has BERT's WordPiece tokenizer only (BertTokenizer).`);
   }
   for (const [key, text] of Object.entries(rules.special_tokens)) {
-    let value = settings[key] ?? text;
+    let value = Object.hasOwn(settings, key) ? settings[key] : text;
     if (value && typeof value === 'object') value = value.content;  // {"content": "[CLS]", ...}
     if (value !== text) throw refuse(`${file}: ${key} is ${JSON.stringify(value)}; this engine's tokenizer uses ${text}.`);
   }
@@ -95,11 +98,18 @@ export function tokenizerWord(settings, rules, file = 'tokenizer_config.json') {
   return (lower ? 0 : 1) | ((accents === null ? 0 : accents ? 1 : 2) << 1) | (chinese ? 0 : 8);
 }
 
-// vocab.txt as the model file keeps it: '\r\n' as '\n', and a '\n' after the last entry.
+// vocab.txt as the model file keeps it, byte for byte as convert_model.py writes it: '\r\n'
+// as '\n', and a '\n' after the last entry; nothing else changes (a byte-order mark or invalid
+// UTF-8 stays, for the core to judge).
 export function vocabularyBytes(bytes) {
-  let text = utf8.decode(bytes).replace(/\r\n/g, '\n');
-  if (text && !text.endsWith('\n')) text += '\n';
-  return new TextEncoder().encode(text);
+  const out = new Uint8Array(bytes.length + 1);
+  let n = 0;
+  for (let i = 0; i < bytes.length; ++i) {
+    if (bytes[i] === 0x0D && bytes[i + 1] === 0x0A) continue;
+    out[n++] = bytes[i];
+  }
+  if (n > 0 && out[n - 1] !== 0x0A) out[n++] = 0x0A;
+  return out.slice(0, n);
 }
 
 // The checkpoint's tensors under the engine's names (the table's "names"): the `bert.` prefix
@@ -149,7 +159,7 @@ export function writeModelFile({ config, tokenizer, name, provenance, vocabulary
   const known = new Set(expected.map((e) => e.name));
   const unknown = [...weights.keys()].filter((n) => !known.has(n));
   if (unknown.length) {
-    throw refuse(`${file}: tensors the engine has no place for: ${unknown.slice(0, 5).map((n) => weights.get(n).key).join(', ')}${unknown.length > 5 ? ' ...' : ''}; only BertModel, its pooler and the masked-LM head are read (a task head such as a classifier is not).`);
+    throw refuse(`${file}: tensors the engine has no place for: ${unknown.slice(0, 5).map((n) => weights.get(n).key).join(', ')}${unknown.length > 5 ? ' ...' : ''}; only BertModel, its pooler and the masked-LM head are read (a task head, a classifier or a question-answering one, is left out).`);
   }
   for (const { name: tensorName, shape } of expected) {
     const tensor = weights.get(tensorName);
@@ -236,7 +246,8 @@ export function crc32(bytes, from = 0) {
 // The checkpoint's files ({name: Uint8Array}) as a model file, with the core's table of
 // expected tensors (expectedTensors(config, withPooler, withMaskedLmHead), the wasm module's).
 //   name: what the page calls the model (the repository's id); source: where it came from, for
-//   the provenance ('hf:ID@COMMIT' or 'files on this computer'); hashes: {file: sha256};
+//   the provenance ('hf:ID@COMMIT' or 'files on this computer'); hashes: {file: the hub's
+//   SHA-256 of an LFS file or git blob id of another};
 //   license: the weights' licence as the repository states it (its card's), or null.
 // Returns {bytes, config, maskedLm, dropped}.
 export async function modelFileFromCheckpoint(files, { expectedTensors, name, source, hashes = {}, license = null }) {

@@ -395,7 +395,9 @@ export function onEngineProgress(listener) {
 }
 
 function engineKey({ manifestUrl = DEFAULT_MANIFEST_URL, model = '', modelUrl = '', engineUrl = '', checkpoint = null }) {
-  const from = checkpoint ? [checkpoint.hub ?? '', checkpoint.id ?? '', checkpoint.revision ?? '', checkpoint.files ? checkpoint : ''] : [];
+  // A checkpoint by its hub, id and revision, or by its kept files' key (files just chosen go
+  // through loadEngine, never shared).
+  const from = checkpoint ? [checkpoint.hub ?? '', checkpoint.id ?? '', checkpoint.revision ?? '', checkpoint.local ?? ''] : [];
   return JSON.stringify([manifestUrl, model, modelUrl, engineUrl, ...from]);
 }
 

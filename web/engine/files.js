@@ -145,7 +145,8 @@ export function checksumOf(entry) {
   return typeof entry?.sha256 === 'string' && /^[0-9a-f]{64}$/.test(entry.sha256) ? { sha256: entry.sha256, bytes: entry.bytes } : null;
 }
 
-const hex = (digest) => Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
+// Bytes (a digest) as lower-case hex.
+export const hex = (digest) => Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
 const HTML_START = /^\s*<(!doctype|html|head|body|!--|\?xml)/i;
 
 // Why bytes are not the file a manifest entry names (checksum), or null when they are (or when
@@ -219,7 +220,8 @@ export async function fetchVerified(url, { what, kind, cacheKey = null, checksum
     const problem = bytes ? await problemWith(bytes, type, checksum) : tooLarge;
     const used = problem ? null : await use(bytes);
     if (used && !used.refusal) {
-      const put = () => cache.put(cacheKey, new Response(bytes, { headers: { 'content-type': contentType } })).catch(() => {});
+      // Whether the bytes are now in the cache (false where it is full or refuses them).
+      const put = () => cache.put(cacheKey, new Response(bytes, { headers: { 'content-type': contentType } })).then(() => true, () => false);
       const from = fromCache ? 'cache' : fromPage ? 'page' : 'network';
       if (keep === 'later') return { value: used.value, bytes: bytes.length, from, keep: cache && !fromCache ? put : null };
       // Not awaited: the bytes are here, and a full or refused cache only costs the next visit

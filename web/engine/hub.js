@@ -8,7 +8,7 @@
 // for the listing to say what it will download) and by the worker (createEngine's checkpoint
 // option, in ./local.js). No DOM here.
 import { EngineError } from './errors.js';
-import { fetchVerified, MAX_MODEL_FILE_BYTES, openCache } from './files.js';
+import { fetchVerified, hex, MAX_MODEL_FILE_BYTES, openCache } from './files.js';
 
 export const DEFAULT_HUB = 'https://huggingface.co';
 
@@ -24,7 +24,8 @@ export const HUB_SUGGESTIONS = Object.freeze([
   'prajjwal1/bert-tiny', 'bert-base-uncased', 'bert-base-cased',
 ]);
 
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+// This machine's names, the only hubs a page's address may name (tests).
+export const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 const isCommit = (revision) => /^[0-9a-f]{40}$/.test(revision ?? '');
 
 // The hub a page talks to: ?hub=URL only where it names this machine (the tests' mock hub);
@@ -34,7 +35,7 @@ export function hubFromAddress(search = globalThis.location?.search ?? '') {
   if (!given) return DEFAULT_HUB;
   try {
     const url = new URL(given);
-    if ((url.protocol === 'http:' || url.protocol === 'https:') && LOOPBACK.has(url.hostname)) return url.origin;
+    if ((url.protocol === 'http:' || url.protocol === 'https:') && LOOPBACK_HOSTS.has(url.hostname)) return url.origin;
   } catch {
     // Not an address: the public hub.
   }
@@ -115,7 +116,11 @@ export async function hubModelInfo(hub, { id, revision = 'main' }, { signal } = 
   const tagged = Array.isArray(json.tags) ? json.tags.find((tag) => typeof tag === 'string' && tag.startsWith('license:')) : null;
   const card = json.cardData?.license;
   const license = (typeof card === 'string' ? card : Array.isArray(card) ? card.filter((x) => typeof x === 'string').join(', ') : tagged?.slice(8)) || null;
-  return { id: typeof json.id === 'string' ? json.id : id, commit, gated: Boolean(json.gated), files, license: license?.slice(0, 100) ?? null, listingUrl: infoUrl(hub, id, commit), json };
+  // The hub answers with the repository's own id (a legacy or differently-cased one asked for
+  // becomes 'google-bert/bert-base-uncased'): the files and the kept listing go by that one,
+  // which the page's link then names.
+  const canonical = typeof json.id === 'string' && parseHubChoice(json.id)?.id === json.id ? json.id : id;
+  return { id: canonical, commit, gated: Boolean(json.gated), files, license: license?.slice(0, 100) ?? null, listingUrl: infoUrl(hub, canonical, commit), json };
 }
 
 // The files of a listing the engine needs (the table's "files": config, vocabulary, the
@@ -139,17 +144,6 @@ export function checkpointFiles(info, names) {
   if (weights.size > MAX_MODEL_FILE_BYTES) throw new EngineError('model', `${info.id}'s ${weights.name} is ${(weights.size / 1e6).toFixed(0)} MB, more than this page loads (${MAX_MODEL_FILE_BYTES / 2 ** 20} MiB).`);
   return { files, weights: weights.name, bytes: files.reduce((sum, f) => sum + (f.size ?? 0), 0), missing };
 }
-
-// The number of weights a config implies, to refuse a model too large for the engine before its
-// download, and a weights file far larger than its config: BERT's encoder, pooler and
-// masked-LM head.
-export function configParameters(c) {
-  const d = c.hidden_size;
-  const layer = 4 * d * d + 4 * d + 2 * d * c.intermediate_size + c.intermediate_size + d + 4 * d;
-  return (c.vocab_size + c.max_position_embeddings + c.type_vocab_size + 2) * d + c.num_hidden_layers * layer + (d * d + d) + (d * d + 3 * d + c.vocab_size);
-}
-
-const hex = (digest) => Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
 
 // git's id of a file (what the hub lists as blobId for a file not in LFS): SHA-1 of
 // "blob <size>\0" and the bytes.
@@ -203,28 +197,48 @@ export async function downloadCheckpoint(hub, info, plan, { signal, onProgress =
     hashes[file.name] = file.sha256 ?? file.blobId;
     keeps.push(got.keep);
     if (file.name === plan.files[0].name) {
-      checkConfig(got.value);
+      await checkConfig(got.value);
       if (plan.missing?.length) throw new EngineError('model', `${info.id} has no ${plan.missing.join(' or ')}; the page needs it to run a BERT.`);
     }
   }
+  // True when every file and the listing are in the cache (a full or refused cache: false; the
+  // model runs, but a reload would download it again).
   const keep = async () => {
-    for (const k of keeps) await k?.();
     const cache = await openCache();
-    if (cache) {
-      await cache.put(info.listingUrl, new Response(JSON.stringify(info.json), { headers: { 'content-type': 'application/json' } })).catch(() => {});
+    if (!cache) return false;
+    let kept = true;
+    for (const k of keeps) kept = (k ? await k() : true) && kept;
+    try {
+      await cache.put(info.listingUrl, new Response(JSON.stringify(info.json), { headers: { 'content-type': 'application/json' } }));
+    } catch {
+      kept = false;
     }
+    return kept;
   };
-  return { files, hashes, keep };
+  // Every file of this download out of the cache again (a model the engine refused after keep).
+  const forget = async () => {
+    const cache = await openCache();
+    if (!cache) return;
+    for (const file of plan.files) await cache.delete(resolveUrl(hub, info.id, info.commit, file.name)).catch(() => {});
+    await cache.delete(info.listingUrl).catch(() => {});
+  };
+  return { files, hashes, keep, forget };
 }
 
 // Files the reader chose on this computer ([{name, blob}] of File objects; a folder's files
 // under their paths): {name: bytes} of the ones the engine reads, by their base names.
 export async function readLocalFiles(chosen, names) {
-  const wanted = new Set([names.config, names.vocabulary, names.tokenizer, ...names.weights, ...names.sharded_indexes]);
-  const files = {};
+  const byBase = new Map();
   for (const { name, blob } of chosen) {
     const base = String(name).split('/').pop();
-    if (!wanted.has(base) || files[base]) continue;
+    if (!byBase.has(base)) byBase.set(base, blob);
+  }
+  // One weights file, the table's first that is there (safetensors before the PyTorch file).
+  const weights = names.weights.find((n) => byBase.has(n));
+  const wanted = new Set([names.config, names.vocabulary, names.tokenizer, ...(weights ? [weights] : names.sharded_indexes)]);
+  const files = {};
+  for (const [base, blob] of byBase) {
+    if (!wanted.has(base)) continue;
     if (blob.size > MAX_MODEL_FILE_BYTES) throw new EngineError('model', `${base} is ${(blob.size / 1e6).toFixed(0)} MB, more than this page loads.`);
     files[base] = new Uint8Array(await blob.arrayBuffer());
   }
@@ -239,6 +253,7 @@ const keptUrl = (key, name) => new URL(`local-models/${key}/${encodeURIComponent
 const KEPT_INDEX = 'index.json';
 
 export async function keepFiles(files, label) {
+  if (!globalThis.crypto?.subtle) return null;  // a page on plain HTTP away from localhost
   const names = Object.keys(files).sort();
   const parts = [];
   for (const name of names) parts.push(hex(await crypto.subtle.digest('SHA-256', files[name])), name);

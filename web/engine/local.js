@@ -471,6 +471,7 @@ async function checkpointModel(checkpoint, { instance, signal, onProgress, loadM
   let name;
   let sourceText;
   let license = null;
+  let forget = null;
   let loaded;
   if (checkpoint.files || checkpoint.local) {
     // Files the reader chose, or ones this browser kept when they were chosen (local=KEY).
@@ -484,14 +485,19 @@ async function checkpointModel(checkpoint, { instance, signal, onProgress, loadM
     const info = await hub.hubModelInfo(checkpoint.hub, checkpoint, { signal });
     const plan = hub.checkpointFiles(info, rules.files);
     const weights = plan.files.find((f) => f.name === plan.weights);
-    // The config comes first: a repository that is not a BERT, or whose weights file is far
+    // The config comes first: a repository that is not a BERT, one too large for this engine's
+    // memory (the core's budget, through expectedTensors), or one whose weights file is far
     // larger than its config implies, is refused before the weights are downloaded.
-    const checkConfig = (bytes) => {
+    const checkConfig = async (bytes) => {
       const config = made.checkConfig(made.parseJsonFile(bytes, rules.files.config), rules.config, rules.files.config);
-      const most = 4 * (hub.configParameters(config) + config.vocab_size * config.hidden_size) + (1 << 20);
+      const expected = (await instance).expectedTensors(config, true, true);
+      if (!Array.isArray(expected)) throw new EngineError('model', `${info.id}'s ${rules.files.config}: ${expected?.error ?? 'the engine cannot run this shape'}.`);
+      const floats = expected.reduce((sum, t) => sum + t.shape.reduce((a, b) => a * b, 1), 0);
+      // f32 at most, and the masked-LM decoder stored untied besides.
+      const most = 4 * (floats + config.vocab_size * config.hidden_size) + (1 << 20);
       if (weights.size > most) throw new EngineError('model', `${info.id}'s ${weights.name} is ${thousands(weights.size)} bytes, more than its config.json implies (at most ${thousands(most)}); the page does not download it.`);
     };
-    ({ files, hashes, keep } = await hub.downloadCheckpoint(checkpoint.hub, info, plan, { signal, onProgress, checkConfig }));
+    ({ files, hashes, keep, forget } = await hub.downloadCheckpoint(checkpoint.hub, info, plan, { signal, onProgress, checkConfig }));
     name = info.id;
     sourceText = `hf:${info.id}@${info.commit}`;
     license = info.license;
@@ -500,9 +506,21 @@ async function checkpointModel(checkpoint, { instance, signal, onProgress, loadM
   if (signal?.aborted) throw hub.cancelled();
   const module = await instance;
   const { bytes } = await made.modelFileFromCheckpoint(files, { expectedTensors: (c, p, m) => module.expectedTensors(c, p, m), name, source: sourceText, hashes, license });
+  if (signal?.aborted) throw hub.cancelled();
+  // A download's files go into the cache now, checked already, so that their bytes need not
+  // stay in memory while the core reads the model file; a model the core refuses takes them
+  // out again. Files from the computer are kept only once the model has loaded.
+  if (forget) {
+    loaded.kept = await keep();
+    keep = null;
+    files = null;
+  }
   const used = await loadModel(bytes);
-  if (used.refusal) throw used.refusal;
-  await keep?.();
+  if (used.refusal) {
+    await forget?.();
+    throw used.refusal;
+  }
+  if (keep) await keep();
   files = null;
   return { value: used.value, bytes: bytes.length, from: 'checkpoint', checkpoint: loaded };
 }

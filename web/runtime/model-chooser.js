@@ -72,10 +72,19 @@ export function modelChooser(root, { model = null } = {}) {
           say(`Downloading ${what}: ${megabytes(p.loaded)}${p.total ? ` of ${megabytes(p.total)}` : ''}\u2026`, 'loading');
         },
       });
+      // A cancel pressed while the model was being made and loaded (after the last byte) still
+      // counts: the page stays on the model it had.
+      if (controller.signal.aborted) {
+        engine.close();
+        busy(false);
+        say('The download was cancelled; the model you had keeps running.');
+        return;
+      }
       const to = value(engine);
+      const kept = engine.info.checkpoint?.kept !== false;
       engine.close();
-      if (!to) {
-        say('The model loaded, but this browser does not let the page keep its files, so the page cannot switch to it.', 'error');
+      if (!to || !kept) {
+        say('The model loaded, but this browser did not let the page keep its files (its storage is full or refused), so the page cannot reopen on it without downloading it again. Free some space and try again.', 'error');
         busy(false);
         return;
       }
@@ -106,7 +115,8 @@ export function modelChooser(root, { model = null } = {}) {
       say('');
       plan.replaceChildren(...[
         h('p', {}, `${info.id} at commit ${info.commit.slice(0, 10)}: ${list}; ${megabytes(files.bytes)} in all, downloaded by your browser from ${new URL(hub).host} and kept in its cache.`),
-        large ? h('p.chooser-warning', { text: `This is a large download for a phone, and the model needs about ${megabytes(2 * files.bytes)} of memory while it loads; on a phone it may fail or take minutes.` }) : null,
+        large ? h('p.chooser-warning', { text: `This is a large download for a phone, and the model needs about ${megabytes(3 * files.bytes)} of memory while it loads; on a phone it may fail or take minutes.` }) : null,
+        info.gated ? h('p.chooser-warning', { text: `The hub marks ${info.id} as gated: its owner asks readers to log in and accept terms, so the hub will likely refuse the download (this page does not log in).` }) : null,
         h('button.primary', { type: 'button', text: `Download ${megabytes(files.bytes)} and run it`, on: { click: () => run({ checkpoint: { hub, id: info.id, revision: info.commit } }, info.id, 'hf', () => id) } }),
       ].filter(Boolean));
     } catch (error) {

@@ -5,7 +5,7 @@
 // stop here (they never reach a host page's state) and live in the driver, not in the
 // attributes; once drawn, the figure tells the host with an attention-change event.
 import { DEFAULT_MANIFEST_URL } from '../engine/engine.js';
-import { checkpointFromHash, hubFromAddress, parseHubChoice } from '../engine/hub.js';
+import { checkpointFromHash, DEFAULT_HUB, hubFromAddress, LOOPBACK_HOSTS, parseHubChoice } from '../engine/hub.js';
 import { DEFAULT_WORD_TEXT, PAIR_PRESETS, PRESETS } from '../content.js';
 import { AttentionFigure, ATTRIBUTES, EVENTS } from '../widgets/base.js';
 import { describeModel, resolveAttributes } from '../widgets/data.js';
@@ -52,7 +52,9 @@ function hubSource(figure) {
   if (!raw.startsWith('hf:')) return null;
   const choice = parseHubChoice(raw.slice(3));
   if (!choice) return { refusal: `model-src=\u201c${raw}\u201d is not a repository on the hub; write hf:owner/name, or hf:owner/name@revision.` };
-  const hub = hubFromAddress();
+  // A test hub (?hub=, loopback only) is taken from the address of the widgets' own pages or of
+  // a host page on this machine; a link to another site's page cannot redirect its figures.
+  const hub = location.origin === WIDGETS_ORIGIN || LOOPBACK_HOSTS.has(location.hostname) ? hubFromAddress() : DEFAULT_HUB;
   if (!allowedOrigin(hub)) {
     return { refusal: `model-src=\u201c${raw}\u201d downloads the model from the Hugging Face hub (${hub}), which this page does not allow; its author allows it in the page's head with <meta name="${ORIGINS_META}" content="${hub}"> (and its Content-Security-Policy's connect-src allows the hub and the host its files redirect to).` };
   }
@@ -154,7 +156,9 @@ class StandaloneDriver {
     // On the site's own pages (a post's figures), a figure that names no file of its own runs
     // the model the reader chose for the page (its hash), as the page does. Elsewhere a host
     // page's hash is not the widgets' to read: a link to it could switch its figures' model.
-    const chosen = !Object.keys(sources).length && !hub && location.origin === WIDGETS_ORIGIN ? checkpointFromHash() : null;
+    // (The iframe page, embed.html, has no chooser: a link to it names only the site's own model.)
+    const offersChoice = location.origin === WIDGETS_ORIGIN && Boolean(document.getElementById('model-chooser'));
+    const chosen = !Object.keys(sources).length && !hub && offersChoice ? checkpointFromHash() : null;
     if (chosen) options.checkpoint = chosen;
     if (sources[ATTRIBUTES.engineSrc]) options.engineUrl = sources[ATTRIBUTES.engineSrc];
     this.session?.close();

@@ -13,7 +13,7 @@ import { attentionRow, ROLE } from '../engine/result.js';
 import { CONTROLS_CSS, TokenChips } from './controls.js';
 import { h, scrollBox, setText } from './dom.js';
 import { fmt, fmtProbability, fmtWeight, headShort, signed, thousands } from './format.js';
-import { MASK_TEXT, PREDICTION_CSS, startWhenAsked, withVocabularyProgress } from './attention-prediction.js';
+import { lacksHead, MASK_TEXT, NO_HEAD_NOTE, PREDICTION_CSS, startWhenAsked, withVocabularyProgress } from './attention-prediction.js';
 
 
 // A token the figure can measure: an ordinary token that is a whole word (one wordpiece), so
@@ -213,6 +213,10 @@ class AttentionContribution extends AttentionFigure {
     if (!view?.result || !p || view.mode !== 'live' || !wholeWord(view.result, view.token)) return;
     const ticket = this._measureLatest.next();
     const engine = await this.figureEngine();
+    if (lacksHead(engine)) {
+      setText(p.note, NO_HEAD_NOTE);
+      return;
+    }
     let measured;
     try {
       measured = await measureContribution(engine, view.result, view.token, { onStatus: (text) => { if (this._measureLatest.current(ticket)) setText(p.note, text); } });

@@ -12,6 +12,11 @@ import { CONTROLS_CSS, TokenChips } from './controls.js';
 import { h, setText } from './dom.js';
 import { fmt, fmtProbability, megabytes, thousands } from './format.js';
 
+// A checkpoint without the masked-LM head (BertModel's names) runs every figure but the ones that
+// guess a masked word: they say so instead of failing.
+export const lacksHead = (engine) => engine?.info?.has_masked_lm_head === false;
+export const NO_HEAD_NOTE = 'This model has no masked-LM head (the cls.predictions weights of a BertForMaskedLM checkpoint), so it cannot guess a masked word: its last layer\u2019s vectors are where it stops. The other figures run it; choose a checkpoint with the head for this one.';
+
 // How many entries the figure shows; the original word's probability and rank are exact,
 // over the whole vocabulary (engine.probability).
 export const SHOWN = 10;
@@ -175,9 +180,8 @@ class AttentionPrediction extends AttentionFigure {
     const removed = this.removed;
     const ticket = this._predictLatest.next();
     const engine = await this.figureEngine();
-    // A checkpoint without the masked-LM head (BertModel's names) can run every other figure.
-    if (engine.info?.has_masked_lm_head === false) {
-      setText(p.note, 'This model has no masked-LM head (the cls.predictions weights of a BertForMaskedLM checkpoint), so it cannot guess a masked word: its last layer\u2019s vectors are where it stops. Every other figure runs it; choose a checkpoint with the head for this one.');
+    if (lacksHead(engine)) {
+      setText(p.note, NO_HEAD_NOTE);
       return;
     }
     const original = result.tokens[token];
