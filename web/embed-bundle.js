@@ -17,6 +17,24 @@ import './widgets/attention-contribution.js';
 import './widgets/attention-map.js';
 import './widgets/attention-pair.js';
 
+import { unknownElementNote } from './widgets/registry.js';
+
 export { ATTRIBUTES, BARE_ATTRIBUTES, FIGURES, SOURCE_ATTRIBUTES, TAGS } from './widgets/registry.js';
 export { FRAME_MESSAGES, FRAME_WIDGET_PARAM } from './widgets/snippet.js';
 export { getEngine } from './engine/engine.js';
+
+// A misspelt figure's element (<attention-rwo>) is an unknown element that shows nothing: once
+// the page's markup is here, the console says so, once per tag, with the nearest figure.
+function warnUnknownElements() {
+  const seen = new Set();
+  for (const el of document.querySelectorAll('*')) {
+    const note = el.localName.includes('-') && !seen.has(el.localName) ? unknownElementNote(el.localName) : null;
+    if (!note) continue;
+    seen.add(el.localName);
+    console.warn(`attention widgets: ${note}`);
+  }
+}
+if (typeof document !== 'undefined') {
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', warnUnknownElements, { once: true });
+  else warnUnknownElements();
+}

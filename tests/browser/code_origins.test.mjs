@@ -79,6 +79,22 @@ describe('code-loading attributes and their origin', { timeout: 120000 }, () => 
     assert.ok(status.includes(`is on ${thirdOrigin}, not on these widgets`), status);
   });
 
+  test('a misspelt figure element (<attention-rwo>) is named in the console with the figure meant', async () => {
+    const siteUrl = `http://127.0.0.1:${site.server.address().port}/`;
+    writeFileSync(join(host.dir, 'typo.html'), `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>typo</title>
+<script type="module" src="${siteUrl}dist/attention-widgets.js"></script></head>
+<body><attention-rwo sentence="The cat sat."></attention-rwo></body></html>`);
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const warnings = [];
+    page.on('console', (message) => { if (message.type() === 'warning') warnings.push(message.text()); });
+    await page.goto(`${host.url}typo.html`);
+    await page.waitForFunction(() => customElements.get('attention-row'), null, { timeout: LOAD_TIMEOUT_MS });
+    await page.waitForTimeout(200);
+    await context.close();
+    assert.ok(warnings.some((w) => /<attention-rwo> is not one of the attention explainer.s figures.*Did you mean <attention-row>\?/.test(w)), warnings.join('\n'));
+  });
+
   test('the same address is used once the page allows its origin', async () => {
     const { status, requests, thirdOrigin } = await open('allowed.html', true);
     assert.ok(requests.some((url) => url.startsWith(`${thirdOrigin}/engine/attention_engine`)), `no request to the allowed origin: ${requests}`);

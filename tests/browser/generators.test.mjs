@@ -10,7 +10,7 @@
 // (scripts/setup.sh installs them).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -63,8 +63,12 @@ async function serveBuilt(folder) {
 }
 
 // Every figure of the page goes live, and the policy check passes.
-async function checkPage(url, { ignore } = {}) {
+async function checkPage(url, { ignore, ids = false } = {}) {
   const { page, context, check } = await openStrict(browser, url, { ignore });
+  if (ids) {
+    const found = await page.evaluate((keys) => keys.filter((key) => document.getElementById(`fig-${key}`)), POST_FIGURES.map((f) => f.key));
+    assert.deepEqual(found, POST_FIGURES.map((f) => f.key), 'every figure carries the id its author gave');
+  }
   for (const { key } of POST_FIGURES) {
     const tag = FIGURES[key].tag;
     const figure = page.locator(tag).first();
@@ -75,7 +79,7 @@ async function checkPage(url, { ignore } = {}) {
       await page.locator(`${tag} .status[data-mode="live"]`).first().waitFor({ timeout: LOAD_TIMEOUT_MS });
     }
   }
-  const sentences = await page.evaluate(() => [...document.querySelectorAll('attention-row, attention-heads')].map((el) => el.selection?.sentence));
+  const sentences = await page.evaluate(() => [...document.querySelectorAll('attention-row[sentence], attention-heads[sentence]')].map((el) => el.selection?.sentence));
   assert.deepEqual(sentences, [SENTENCE, SENTENCE], 'the figures analyse the sentence the post gave them');
   await check();
   await context.close();
@@ -90,8 +94,9 @@ describe('static-site generators with the shipped integrations', { timeout: 6000
     const layout = '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{{ .Title }}</title></head><body><main>{{ .Content }}</main></body></html>\n';
     writeFileSync(join(site, 'layouts', '_default', 'single.html'), layout);
     writeFileSync(join(site, 'layouts', '_default', 'list.html'), layout);
-    writeFileSync(join(site, 'hugo.toml'), `baseURL = "http://localhost/"\ntitle = "A blog"\ndisableKinds = ["taxonomy", "term", "RSS", "sitemap"]\n[params]\nattentionWidgets = "${widgetsUrl}"\n`);
-    const shortcodes = POST_FIGURES.map(({ key, sentence, word }) => `{{< attention figure="${key}" sentence="${sentence}" word="${word}" />}}`).join('\n\n');
+    // The site's address without its trailing slash: the shortcode adds it.
+    writeFileSync(join(site, 'hugo.toml'), `baseURL = "http://localhost/"\ntitle = "A blog"\ndisableKinds = ["taxonomy", "term", "RSS", "sitemap"]\n[params]\nattentionWidgets = "${widgetsUrl.replace(/\/$/, '')}"\n`);
+    const shortcodes = POST_FIGURES.map(({ key, sentence, word }) => `{{< attention figure="${key}" sentence="${sentence}" word="${word}" id="fig-${key}" />}}`).join('\n\n');
     writeFileSync(join(site, 'content', 'post.md'), `---\ntitle: "A post"\n---\nSome prose.\n\n${shortcodes}\n`);
     execFileSync('hugo', ['--quiet', '-s', site, '-d', join(site, 'public')], { stdio: 'pipe' });
     // A misspelt parameter stops the build and names it.
@@ -100,7 +105,7 @@ describe('static-site generators with the shipped integrations', { timeout: 6000
       (error) => /has no parameter "sentense"/.test(`${error.stdout}${error.stderr}`));
     rmSync(join(site, 'content', 'bad.md'));
     const base = await serveBuilt(join(site, 'public'));
-    await checkPage(`${base}post/`);
+    await checkPage(`${base}post/`, { ids: true });
   });
 
   test('Jekyll: the include writes the script line once and every figure, which goes live under a strict policy', async () => {
@@ -108,12 +113,19 @@ describe('static-site generators with the shipped integrations', { timeout: 6000
     mkdirSync(join(site, '_layouts'), { recursive: true });
     cpSync(join(integrations, 'jekyll', '_includes'), join(site, '_includes'), { recursive: true });
     writeFileSync(join(site, '_layouts', 'default.html'), '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{{ page.title }}</title></head><body><main>{{ content }}</main></body></html>\n');
-    writeFileSync(join(site, '_config.yml'), `title: A blog\nattention_widgets: ${widgetsUrl}\n`);
-    const includes = POST_FIGURES.map(({ key, sentence, word }) => `{% include attention.html figure="${key}" sentence="${sentence}" word="${word}" %}`).join('\n\n');
-    writeFileSync(join(site, 'post.md'), `---\nlayout: default\ntitle: A post\n---\nSome prose.\n\n${includes}\n`);
+    writeFileSync(join(site, '_config.yml'), `title: A blog\nattention_widgets: ${widgetsUrl.replace(/\/$/, '')}\n`);
+    const includes = POST_FIGURES.map(({ key, sentence, word }) => `{% include attention.html figure="${key}" sentence="${sentence}" word="${word}" id="fig-${key}" fallback="Figure ${key}, live once the model loads." %}`).join('\n\n');
+    // An unknown figure and a misspelt parameter: said at build time (a comment) and by the
+    // element's own note.
+    const mistakes = '{% include attention.html figure="haeds" sentense="x" %}';
+    writeFileSync(join(site, 'post.md'), `---\nlayout: default\ntitle: A post\n---\nSome prose.\n\n${includes}\n\n${mistakes}\n`);
     execFileSync('jekyll', ['build', '--quiet', '-s', site, '-d', join(site, '_site')], { stdio: 'pipe', timeout: 120000 });
+    const html = readFileSync(join(site, '_site', 'post.html'), 'utf8');
+    assert.match(html, /<!-- attention\.html: there is no figure "haeds"/);
+    assert.match(html, /<attention-row sentense="x"><\/attention-row>/);
+    assert.match(html, /id="fig-row"[^>]*>Figure row, live once the model loads\.<\/attention-row>/);
     const base = await serveBuilt(join(site, '_site'));
-    await checkPage(`${base}post.html`);
+    await checkPage(`${base}post.html`, { ids: true });
   });
 
   test('MkDocs: the override puts the module script in every page\u2019s head; raw elements in Markdown go live', async () => {

@@ -13,7 +13,7 @@ const read = (path) => readFileSync(new URL(`../../integrations/${path}`, import
 const figureTags = Object.fromEntries(Object.entries(FIGURES).map(([key, f]) => [key, f.tag]));
 const attributeNames = [...new Set(Object.values(ATTRIBUTES))].sort();
 
-test('the Hugo shortcode knows every figure by its tag, and every attribute, bare ones as bare', () => {
+test('the Hugo shortcode knows every figure by its tag, and every attribute (with id and class), bare ones as bare', () => {
   const text = read('hugo/layouts/shortcodes/attention.html');
   const dict = /\$tags := dict ((?:"[^"]+" "[^"]+" ?)+)/.exec(text)?.[1];
   assert.ok(dict, 'no $tags dict in the shortcode');
@@ -21,20 +21,23 @@ test('the Hugo shortcode knows every figure by its tag, and every attribute, bar
   const tags = Object.fromEntries(words.flatMap((w, k) => (k % 2 === 0 ? [[w, words[k + 1]]] : [])));
   assert.deepEqual(tags, figureTags);
   const names = [...(/\$names := slice ((?:"[^"]+" ?)+)/.exec(text)?.[1] ?? '').matchAll(/"([^"]+)"/g)].map((m) => m[1]).sort();
-  assert.deepEqual(names, attributeNames);
+  // The figures' attributes, and the element's own id and class (attention-change.js finds a
+  // figure by its id).
+  assert.deepEqual(names, [...attributeNames, 'class', 'id'].sort());
   const bare = [...(/\$bare := slice ((?:"[^"]+" ?)+)/.exec(text)?.[1] ?? '').matchAll(/"([^"]+)"/g)].map((m) => m[1]).sort();
   assert.deepEqual(bare, [...BARE_ATTRIBUTES].sort());
   for (const key of Object.keys(FIGURES)) assert.ok(text.includes(key), `the shortcode's help does not name ${key}`);
 });
 
-test('the Jekyll include knows every figure by its tag, and every attribute, bare ones as bare', () => {
+test('the Jekyll include knows every figure by its tag, passes every parameter on (bare ones as bare) and says when a figure is unknown', () => {
   const text = read('jekyll/_includes/attention.html');
   const tags = Object.fromEntries([...text.matchAll(/when "([a-z]+)" -%}{%- assign attention_tag = "([a-z-]+)"/g)].map((m) => [m[1], m[2]]));
   tags.row = /else -%}{%- assign attention_tag = "([a-z-]+)"/.exec(text)?.[1];
   assert.deepEqual(tags, figureTags);
   const list = (name) => (new RegExp(`assign ${name} = "([^"]+)" \\| split`).exec(text)?.[1] ?? '').split(',').sort();
-  assert.deepEqual([...list('attention_names'), ...list('attention_bare')].sort(), attributeNames);
   assert.deepEqual(list('attention_bare'), [...BARE_ATTRIBUTES].sort());
+  assert.match(text, /{%- for pair in include -%}/, 'every parameter goes on the element (a misspelt one gets the figure\u2019s own note)');
+  assert.match(text, /<!-- attention\.html: there is no figure/, 'an unknown figure leaves a comment');
 });
 
 test('the MkDocs override loads the bundle as a module from the configured site', () => {
@@ -50,4 +53,12 @@ test('the README\u2019s event listener and the file a host under a strict policy
   const file = read('attention-change.js').split('\n').filter((line) => !line.startsWith('//')).join('\n');
   const dedent = (text) => text.split('\n').map((line) => line.replace(/^ {2}/, '')).join('\n').trim();
   assert.equal(dedent(inline), file.trim());
+});
+
+test('a misspelt figure element is named with the nearest figure; figures and other elements are not', async () => {
+  const { unknownElementNote } = await import('../../web/widgets/registry.js');
+  assert.match(unknownElementNote('attention-rwo'), /<attention-rwo> is not one of the attention explainer.s figures.*Did you mean <attention-row>\?/);
+  assert.match(unknownElementNote('softmax-lbs'), /Did you mean <softmax-lab>\?/);
+  for (const tag of Object.values(figureTags)) assert.equal(unknownElementNote(tag), null, tag);
+  assert.equal(unknownElementNote('my-widget'), null);
 });

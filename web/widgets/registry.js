@@ -160,3 +160,18 @@ export function unknownAttributeNote(key, name) {
   const guess = nearest.d <= 2 ? ` Did you mean ${nearest.known}?` : '';
   return `<${figure.tag}> has no attribute \u201c${name}\u201d; it was ignored.${guess} Its attributes: ${figure.attributes.join(', ')}.`;
 }
+
+// The warning for an element named like a figure that is none (a misspelling such as
+// <attention-rwo>), with the nearest figure's tag; null for a figure's own tag or any other
+// element.
+export function unknownElementNote(tag) {
+  const name = String(tag).toLowerCase();
+  const tags = Object.values(TAGS);
+  if (tags.includes(name) || !/^(attention|softmax)-/.test(name)) return null;
+  const nearest = tags.reduce((best, known) => {
+    const d = distance(name, known);
+    return d < best.d ? { known, d } : best;
+  }, { known: null, d: Infinity });
+  const guess = nearest.d <= 3 ? ` Did you mean <${nearest.known}>?` : '';
+  return `<${name}> is not one of the attention explainer\u2019s figures, so it shows nothing.${guess} The figures: ${tags.map((t) => `<${t}>`).join(', ')}.`;
+}

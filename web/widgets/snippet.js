@@ -38,5 +38,5 @@ export function frameUrl(widget, attributes) {
 // host's theme on), then the frame.
 export function frameSnippet(widget, attributes, title, height) {
   return `<script type="module" src="${escapeAttribute(FRAME_HELPER_URL)}"></script>\n`
-    + `<iframe src="${escapeAttribute(frameUrl(widget, attributes))}" title="${escapeAttribute(title)}" width="100%" height="${height}" style="border:0" loading="lazy"></iframe>`;
+    + `<iframe src="${escapeAttribute(frameUrl(widget, attributes))}" title="${escapeAttribute(title)}" width="100%" height="${height}" frameborder="0" loading="lazy"></iframe>`;
 }
