@@ -2,8 +2,8 @@
 // reader's browser: what the hub lists for a repository (its commit and files, with each LFS
 // file's size and SHA-256), which files a BERT needs, and their download into the engine's
 // worker, each checked before it is used (LFS files by their SHA-256, the small files by their
-// git blob id) and kept in the Cache API by repository and commit only once the whole model has
-// loaded. The hub's address is a setting: the public hub by default, or, for tests, a server on
+// git blob id) and kept in the Cache API by repository and commit once the whole checkpoint is
+// here and checked (and taken out again if the engine refuses the model). The hub's address is a setting: the public hub by default, or, for tests, a server on
 // this machine named by the page's ?hub= (hubFromAddress). Used by the page (the chooser asks
 // for the listing to say what it will download) and by the worker (createEngine's checkpoint
 // option, in ./local.js). No DOM here.
@@ -159,9 +159,10 @@ async function gitBlobId(bytes) {
 // used: an LFS file against the listing's size and SHA-256 (fetchVerified: an HTML page or a
 // short answer is said as such, and a bad copy is fetched once more from the server), a small
 // file against its size and git blob id. Nothing is cached here: keep() caches every file and
-// the listing, called once the model has loaded (a repository the engine refuses leaves nothing
-// behind). The config comes first and is checked, so that a repository that is not a BERT, or
-// one too large for the engine, is refused before its weights are downloaded.
+// the listing (answering whether all went in), forget() takes them out again (a model the
+// engine refuses leaves nothing behind). The config comes first and is checked (checkConfig),
+// so that a repository that is not a BERT, or one too large for the engine, is refused before
+// its weights are downloaded.
 export async function downloadCheckpoint(hub, info, plan, { signal, onProgress = () => {}, checkConfig = () => {} } = {}) {
   const files = {};
   const hashes = {};

@@ -459,9 +459,11 @@ async function instantiate(createModule, compiled) {
 const checkpointLabel = (checkpoint) => (checkpoint.files ? `files:${checkpoint.label ?? 'chosen'}` : checkpoint.local ? `local:${checkpoint.local}` : `hf:${checkpoint.id}@${checkpoint.revision ?? 'main'}`);
 
 // A checkpoint (createEngine's option) downloaded or read, made into a model file, and loaded
-// by loadModel (createEngine's, which answers {value} or {refusal}); its files go into the Cache
-// API only once the core has accepted the model. Answers as fetchVerified does ({value, bytes,
-// from}) with what was loaded: {id, commit, hub, weights, files} or {files: true, label}.
+// by loadModel (createEngine's, which answers {value} or {refusal}). A download's files, each
+// checked already, go into the Cache API before the core reads the model (so that their bytes
+// need not stay in memory meanwhile) and out again if it refuses it; files from the computer
+// are kept once the model has loaded. Answers as fetchVerified does ({value, bytes, from}) with
+// what was loaded: {hub, id, commit, weights, bytes, kept} or {label, local}.
 async function checkpointModel(checkpoint, { instance, signal, onProgress, loadModel }) {
   const [made, hub] = await Promise.all([import('./checkpoint.js'), import('./hub.js')]);
   const rules = await made.checkpointTable();
@@ -540,8 +542,9 @@ async function checkpointModel(checkpoint, { instance, signal, onProgress, loadM
 // instantiated while the model is still downloading, so that what is left after the model's
 // last byte is the core reading the file (LoadedModel::FromBuffer).
 //   checkpoint: a Hugging Face checkpoint instead of a model file: {hub, id, revision} (a
-//     repository on the hub, ./hub.js) or {files: [{name, blob}], label} (files the reader
-//     chose); made into a model file in this thread (./checkpoint.js)
+//     repository on the hub, ./hub.js), {files: [{name, blob}], label} (files the reader chose,
+//     which this browser then keeps: the loaded info's checkpoint.local names them) or {local:
+//     KEY} (files kept so); made into a model file in this thread (./checkpoint.js)
 //   signal: an AbortSignal that cancels a checkpoint's download
 export async function createEngine({ manifestUrl = DEFAULT_MANIFEST_URL, manifest: given, model, modelUrl, engineUrl, checkpoint = null, signal, simd = 'auto', single = false, early = null, onProgress = () => {}, memoBytes = MEMO_BYTES } = {}) {
   const t0 = now();
