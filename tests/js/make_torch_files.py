@@ -2,16 +2,19 @@
 
     /usr/bin/python3 tests/js/make_torch_files.py OUT_DIR CANARY_PORT      (cwd: the repository)
 
-OUT_DIR/good/: files written by torch.save (several pickle protocols), by the repository's
-safetensors writer (scripts/model/safetensors_io.py) and a BF16 safetensors file written by hand,
-plus torch-like archives built with a pickler that mimics torch.save's (crafted*.bin).
+OUT_DIR/good/: files written by torch.save (several pickle protocols; the zip format and the legacy
+format of _use_new_zipfile_serialization=False, *_legacy*.bin), by the repository's safetensors
+writer (scripts/model/safetensors_io.py) and a BF16 safetensors file written by hand, plus
+torch-like files built with a pickler that mimics torch.save's (crafted*.bin; crafted_legacy.bin is
+checked here to load with torch.load).
 OUT_DIR/hostile/: files a reader must refuse; the pickles with a payload are made by Python's
 pickle from objects whose __reduce__ names os.system, builtins.eval or subprocess.Popen (pickling
 only records the global; nothing is run here), their command fetching
 http://127.0.0.1:CANARY_PORT/canary.
 OUT_DIR/manifest.json: for every good file each tensor's dtype, shape, bytes (hex) and float32
 bit patterns, its tied pairs and metadata; for every hostile file the words its refusal must
-contain; the entries (base64) of the small torch archives, for the fuzz test to re-pack.
+contain; the entries (base64) of the small torch archives and the parts (five pickles, storage
+data, offsets of the element counts) of the legacy files, for the fuzz test to re-pack.
 """
 
 import base64
@@ -25,6 +28,7 @@ import pickletools
 import struct
 import subprocess
 import sys
+import tarfile
 import zipfile
 
 import numpy as np
@@ -42,7 +46,7 @@ torch.manual_seed(1234)
 
 DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.int64: "I64",
           torch.int32: "I32", torch.float64: "F64"}
-manifest = {"good": {}, "hostile": [], "entries": {}}
+manifest = {"good": {}, "hostile": [], "entries": {}, "legacy_parts": {}}
 
 
 def raw_bytes(t):
@@ -153,6 +157,82 @@ params = collections.OrderedDict(torch.nn.Linear(2, 2).named_parameters())  # _r
 torch.save(params, os.path.join(OUT, "good", "parameters.bin"))
 good("parameters.bin", "pytorch", params)
 
+# --- good files in torch.save's legacy format (before PyTorch 1.6, and _use_new_zipfile_serialization=False)
+LEGACY = {"_use_new_zipfile_serialization": False}
+MAGIC = torch.serialization.MAGIC_NUMBER
+BERT_TIED = [("bert.embeddings.word_embeddings.weight", "cls.predictions.decoder.weight"),
+             ("cls.predictions.bias", "cls.predictions.decoder.bias")]
+
+
+def legacy_split(data):
+    """A legacy file's five pickles (each up to and including its STOP) and the storage data after them."""
+    f = io.BytesIO(data)
+    pickles = []
+    for _ in range(5):
+        start = f.tell()
+        for _op in pickletools.genops(f):
+            pass
+        pickles.append(data[start:f.tell()])
+    return pickles, data[f.tell():]
+
+
+def record_legacy_parts(name, data, itemsize_of):
+    """For the fuzz test: the parts of a legacy file and the offsets of its storages' element counts."""
+    pickles, rest = legacy_split(data)
+    keys = pickle.loads(pickles[4])
+    pos, counts = sum(map(len, pickles)), []
+    for key in keys:
+        counts.append(pos)
+        (n,) = struct.unpack_from("<q", data, pos)
+        pos += 8 + n * itemsize_of(key)
+    assert pos == len(data), (name, pos, len(data))
+    manifest["legacy_parts"][name] = {"pickles": [base64.b64encode(p).decode() for p in pickles],
+                                      "data": base64.b64encode(rest).decode(), "counts": counts}
+
+
+def save_legacy(name, sd, tied=(), metadata=None, **kwargs):
+    save_torch(name, sd, tied, metadata, **LEGACY, **kwargs)
+    with open(os.path.join(OUT, "good", name), "rb") as f:
+        data = f.read()
+    assert data.startswith(b"\x80") and not data.startswith(b"PK"), name
+    # torch keys a legacy storage by its address (str(storage._cdata)); the tensors are alive here.
+    sizes = {str(t.storage()._storage._cdata): t.element_size() for t in sd.values()}
+    record_legacy_parts(name, data, lambda key: sizes[key])
+    loaded = torch.load(os.path.join(OUT, "good", name))
+    assert list(loaded) == list(sd) and all(raw_bytes(loaded[k]) == raw_bytes(v) for k, v in sd.items()), name
+
+
+save_legacy("small_legacy.bin", small, tied=[("embeddings.word_embeddings.weight", "decoder.weight")])
+save_legacy("small_legacy_p4.bin", small, tied=[("embeddings.word_embeddings.weight", "decoder.weight")], pickle_protocol=4)
+save_legacy("bert_like_legacy.bin", bert, tied=BERT_TIED, metadata={"_metadata": {k: v for k, v in bert._metadata.items()}})
+save_legacy("bert_like_f16_legacy.bin", bert_half, tied=BERT_TIED)
+params_legacy = collections.OrderedDict(torch.nn.Linear(3, 2).named_parameters())  # _rebuild_parameter
+save_legacy("parameters_legacy.bin", params_legacy)
+
+
+def py2_strings(pkl):
+    """The pickle with every short ASCII str as SHORT_BINSTRING, as Python 2's pickle wrote str."""
+    ops, out = list(pickletools.genops(pkl)), b""
+    for i, (op, arg, pos) in enumerate(ops):
+        end = ops[i + 1][2] if i + 1 < len(ops) else len(pkl)
+        if op.name == "BINUNICODE" and arg.isascii() and len(arg) < 256:
+            out += b"U" + bytes([len(arg)]) + arg.encode()
+        else:
+            out += pkl[pos:end]
+    return out
+
+
+# A legacy file as Python 2 wrote one (torch 0.4 to 1.4 ran on it): its strings are BINSTRINGs.
+with open(os.path.join(OUT, "good", "small_legacy.bin"), "rb") as f:
+    py2_pickles, py2_data = legacy_split(f.read())
+py2_file = b"".join(map(py2_strings, py2_pickles)) + py2_data
+assert b"X\x07\x00\x00\x00storage" not in py2_file and b"U\x07storage" in py2_file
+with open(os.path.join(OUT, "good", "small_legacy_py2_strings.bin"), "wb") as f:
+    f.write(py2_file)
+good("small_legacy_py2_strings.bin", "pytorch", small, tied=[("embeddings.word_embeddings.weight", "decoder.weight")])
+py2_loaded = torch.load(os.path.join(OUT, "good", "small_legacy_py2_strings.bin"))
+assert list(py2_loaded) == list(small) and all(raw_bytes(py2_loaded[k]) == raw_bytes(t) for k, t in small.items())
+
 # --- good safetensors files ---------------------------------------------------------------------
 st = collections.OrderedDict([
     ("embeddings.word_embeddings.weight", emb.numpy()),
@@ -241,6 +321,46 @@ untyped = {"u": FakeTensor(FakeStorage("0", torch.storage.UntypedStorage, 24, to
 untyped_entries = archive(torch_like_pickle(untyped, protocol=4), {"0": raw_bytes(values)}, prefix="model")
 write_zip(os.path.join(OUT, "good", "crafted_untyped.bin"), untyped_entries)
 good("crafted_untyped.bin", "pytorch", {"u": values[1:6]})
+
+
+
+class LegacyLikePickler(pickle.Pickler):
+    """Pickles like _legacy_save's state_dict pickle: ('storage', type, key, location, numel, view_metadata)."""
+
+    def persistent_id(self, obj):
+        if isinstance(obj, FakeStorage):
+            return ("storage", obj.storage_type, obj.key, "cpu", obj.numel, obj.extra)
+        return None
+
+
+SYS_INFO = {"protocol_version": 1001, "little_endian": True, "type_sizes": {"short": 2, "int": 4, "long": 4}}
+
+
+def legacy_bytes(obj, storages, keys=None, magic=MAGIC, version=1001, sys_info=SYS_INFO, counts=None, protocol=2,
+                 parts=None):
+    """A file in torch.save's legacy format, as _legacy_save writes it: storages is {key: raw bytes}
+    and counts {key: the element count written} (default: the bytes / 4). parts: {index: bytes} replaces
+    whole pickles (0 to 4)."""
+    keys = sorted(storages) if keys is None else keys
+    buf = io.BytesIO()
+    LegacyLikePickler(buf, protocol=protocol).dump(obj)
+    pickles = [pickle.dumps(magic, protocol=protocol), pickle.dumps(version, protocol=protocol),
+               pickle.dumps(sys_info, protocol=protocol), buf.getvalue(), pickle.dumps(keys, protocol=protocol)]
+    for index, data in (parts or {}).items():
+        pickles[index] = data
+    out = b"".join(pickles)
+    for key in keys:
+        raw = storages.get(key, b"")
+        out += struct.pack("<q", (counts or {}).get(key, len(raw) // 4)) + raw
+    return out
+
+
+crafted_legacy = legacy_bytes(crafted, {"0": raw_bytes(values)})
+with open(os.path.join(OUT, "good", "crafted_legacy.bin"), "wb") as f:
+    f.write(crafted_legacy)
+good("crafted_legacy.bin", "pytorch", {"a": values[:6].reshape(2, 3), "tail": values[4:6], "one": values[5]})
+assert torch.equal(torch.load(os.path.join(OUT, "good", "crafted_legacy.bin"))["tail"], values[4:6])
+record_legacy_parts("crafted_legacy.bin", crafted_legacy, lambda key: 4)
 
 for name in ["small.bin", "linear.bin", "bert_like.bin"]:
     with zipfile.ZipFile(os.path.join(OUT, "good", name)) as z:
@@ -394,9 +514,96 @@ hostile("marks_flood.bin", "pytorch", ["MARK"], entries=archive(deep, {}))
 tuples = b"\x80\x02" + b"N" + b"\x85" * 300_000 + b"."
 hostile("deep_tuples.bin", "pytorch", ["not a dict of tensors"], entries=archive(tuples, {}))
 
-legacy = io.BytesIO()
-torch.save(collections.OrderedDict(w=torch.ones(2)), legacy, _use_new_zipfile_serialization=False)
-hostile("legacy.bin", "pytorch", ["legacy format"], data=legacy.getvalue())
+# --- hostile files in torch.save's legacy format ---------------------------------------------------
+# A payload in the state_dict, written by torch.save itself (pickling only records the global).
+evil_sd = collections.OrderedDict(bias=torch.ones(3), weight=Payload(os.system, (f"curl -s {CANARY}",)))
+evil_buf = io.BytesIO()
+torch.save(evil_sd, evil_buf, _use_new_zipfile_serialization=False)
+evil_legacy = evil_buf.getvalue()
+assert b"cposix\nsystem\n" in legacy_split(evil_legacy)[0][3]  # GLOBAL 'posix system', in the state_dict's pickle
+hostile("legacy_evil_os_system.bin", "pytorch", ["was refused", "the global posix.system,", "nothing in the file was run"], data=evil_legacy)
+evil_popen = legacy_bytes({"w": Payload(subprocess.Popen, (["curl", "-s", CANARY],))}, {}, protocol=4)
+hostile("legacy_evil_popen_p4.bin", "pytorch", ["was refused", "the global subprocess.Popen,", "nothing in the file was run"], data=evil_popen)
+# ... and in the small pickles around it: the sys_info and the storage key list.
+evil_pickle = pickle.dumps(Payload(os.system, (f"curl -s {CANARY}",)), protocol=2)
+hostile("legacy_evil_sys_info.bin", "pytorch", ["was refused", "posix.system", "nothing in the file was run"],
+        data=legacy_bytes(crafted, {"0": v}, parts={2: evil_pickle}))
+hostile("legacy_evil_key_list.bin", "pytorch", ["was refused", "posix.system", "nothing in the file was run"],
+        data=legacy_bytes(crafted, {"0": v}, parts={4: evil_pickle}))
+
+
+class PidPickler(pickle.Pickler):
+    def persistent_id(self, obj):
+        return ("storage", "0", "cpu", 6) if obj is store0 else None
+
+
+pid_buf = io.BytesIO()
+PidPickler(pid_buf, protocol=2).dump(["0", store0])
+hostile("legacy_persid_key_list.bin", "pytorch", ["was refused", "storage-key-list pickle", "persistent id"],
+        data=legacy_bytes(crafted, {"0": v}, parts={4: pid_buf.getvalue()}))
+
+small_legacy = open(os.path.join(OUT, "good", "small_legacy.bin"), "rb").read()
+small_pickles, small_data = legacy_split(small_legacy)
+small_keys = pickle.loads(small_pickles[4])
+first_count = sum(map(len, small_pickles))
+
+
+def with_pickle(index, data):
+    return b"".join(small_pickles[:index] + [data] + small_pickles[index + 1:]) + small_data
+
+
+hostile("legacy_bad_magic.bin", "pytorch", ["magic number", hex(MAGIC ^ 1), hex(MAGIC)],
+        data=with_pickle(0, pickle.dumps(MAGIC ^ 1, protocol=2)))
+hostile("legacy_protocol.bin", "pytorch", ["protocol version is 1,000", "1001"], data=with_pickle(1, pickle.dumps(1000, protocol=2)))
+hostile("legacy_big_endian.bin", "pytorch", ["sys_info", "big-endian", "little_endian is False"],
+        data=with_pickle(2, pickle.dumps(dict(SYS_INFO, little_endian=False), protocol=2)))
+hostile("legacy_sys_info_int.bin", "pytorch", ["sys_info", "C int is 8 bytes"],
+        data=with_pickle(2, pickle.dumps(dict(SYS_INFO, type_sizes={"short": 2, "int": 8, "long": 8}), protocol=2)))
+hostile("legacy_sys_info_missing.bin", "pytorch", ["sys_info has no little_endian"],
+        data=with_pickle(2, pickle.dumps({"protocol_version": 1001, "type_sizes": SYS_INFO["type_sizes"]}, protocol=2)))
+hostile("legacy_key_extra.bin", "pytorch", ["storage key list names storage 123456789", "which its state_dict does not use"],
+        data=with_pickle(4, pickle.dumps(small_keys + ["123456789"], protocol=2)))
+hostile("legacy_key_missing.bin", "pytorch", [f"uses storage {small_keys[-1]}", "key list lacks"],
+        data=with_pickle(4, pickle.dumps(small_keys[:-1], protocol=2)))
+hostile("legacy_key_twice.bin", "pytorch", [f"names storage {small_keys[0]} twice"],
+        data=with_pickle(4, pickle.dumps(small_keys + small_keys[:1], protocol=2)))
+hostile("legacy_key_list_dict.bin", "pytorch", ["storage key list is a dict, not a list"],
+        data=with_pickle(4, pickle.dumps({}, protocol=2)))
+huge_count = bytearray(small_legacy)
+struct.pack_into("<q", huge_count, first_count, 2**40)
+hostile("legacy_count_huge.bin", "pytorch", [f"element count of storage {small_keys[0]}", "1,099,511,627,776", "bytes are left in the file"],
+        data=bytes(huge_count))
+negative_count = bytearray(small_legacy)
+struct.pack_into("<q", negative_count, first_count, -1)
+hostile("legacy_count_negative.bin", "pytorch", [f"element count of storage {small_keys[0]}", "negative"], data=bytes(negative_count))
+(n0,) = struct.unpack_from("<q", small_legacy, first_count)
+fewer = bytearray(small_legacy)
+struct.pack_into("<q", fewer, first_count, n0 - 1)
+hostile("legacy_count_mismatch.bin", "pytorch", [f"element count of storage {small_keys[0]} is {n0 - 1:,}", f"holds {n0:,} values"],
+        data=bytes(fewer))
+hostile("legacy_truncated.bin", "pytorch", ["truncated"], data=small_legacy[:-5])
+hostile("legacy_truncated_pickle.bin", "pytorch", ["state_dict pickle", "truncated"], data=small_legacy[:first_count // 2])
+hostile("legacy_trailing.bin", "pytorch", ["4 bytes after its last storage"], data=small_legacy + b"\0\0\0\0")
+# Hand-made state_dict pickles: a storage view, a storage used as two types, a tensor past its storage.
+hostile("legacy_view_metadata.bin", "pytorch", ["storage 0", "view_metadata", "before 0.4"],
+        data=legacy_bytes({"a": FakeTensor(FakeStorage("0", torch.FloatStorage, 6, ("1", 2, 4)), 0, (4,), (1,))}, {"0": v}))
+hostile("legacy_two_types.bin", "pytorch", ["storage 0", "two different storages"],
+        data=legacy_bytes({"a": FakeTensor(store0, 0, (6,), (1,)), "b": FakeTensor(FakeStorage("0", torch.HalfStorage, 6), 0, (6,), (1,))}, {"0": v}))
+hostile("legacy_short_storage.bin", "pytorch", ["offset 3 of storage 0,", "the storage is shorter than the tensor claims"],
+        data=legacy_bytes({"a": FakeTensor(store0, 3, (2, 2), (2, 1))}, {"0": v}))
+hostile("legacy_untyped.bin", "pytorch", ["storage type", "torch.storage.UntypedStorage"],
+        data=legacy_bytes({"a": FakeTensor(FakeStorage("0", torch.storage.UntypedStorage, 24), 0, (24,), (1,))}, {"0": v}))
+hostile("legacy_pid_traversal.bin", "pytorch", ["../../etc/passwd", "not a plain storage name"],
+        data=legacy_bytes({"a": FakeTensor(FakeStorage("../../etc/passwd", torch.FloatStorage, 6), 0, (6,), (1,))}, {"../../etc/passwd": v}))
+# Other old or foreign pickles: torch.save's oldest tar format, and a pickle without the magic number.
+tar_buf = io.BytesIO()
+with tarfile.open(fileobj=tar_buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+    info = tarfile.TarInfo("pickle")
+    info.size = len(evil_pickle)
+    tar.addfile(info, io.BytesIO(evil_pickle))
+hostile("legacy_tar.bin", "pytorch", ["tar archive", "oldest format"], data=tar_buf.getvalue())
+hostile("pickle_no_magic.bin", "pytorch", ["Python pickle", "does not start with torch.save's magic number"],
+        data=pickle.dumps({"w": 1}, protocol=2))
 
 # Every float16 and bfloat16 bit pattern widened to float32 by numpy and torch (exact conversions).
 every = np.arange(65536, dtype=np.uint32).astype(np.uint16)

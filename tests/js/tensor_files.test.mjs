@@ -1,8 +1,9 @@
 // web/engine/tensor_files.js: the reader of model.safetensors and pytorch_model.bin.
-// Good files are written at test time by the real tools (torch.save, the repository's safetensors
-// writer; tests/js/make_torch_files.py) and every tensor is compared byte for byte and value for
-// value with what Python wrote. Hostile files (pickles whose __reduce__ names os.system,
-// builtins.eval, subprocess.Popen; path traversal; crafted zips and headers) must each be refused
+// Good files are written at test time by the real tools (torch.save in its zip format and in its
+// legacy format of _use_new_zipfile_serialization=False, the repository's safetensors writer;
+// tests/js/make_torch_files.py) and every tensor is compared byte for byte and value for value
+// with what Python wrote. Hostile files (pickles whose __reduce__ names os.system, builtins.eval,
+// subprocess.Popen; path traversal; crafted zips, headers and legacy files) must each be refused
 // with a message that names the thing, and nothing may run: the payloads fetch a canary URL on a
 // loopback server of this test, which must receive no request.
 import assert from 'node:assert/strict';
@@ -88,7 +89,7 @@ function checkGood(name, expected, bytes) {
 
 test('every good file from torch.save and the safetensors writers is read exactly, as views', () => {
   const { manifest } = files;
-  assert.ok(Object.keys(manifest.good).length >= 12);
+  assert.ok(Object.keys(manifest.good).length >= 18);
   for (const [name, expected] of Object.entries(manifest.good)) {
     const bytes = files.good(name);
     assert.equal(sniffWeightsFormat(bytes), expected.format, `${name}: sniffed format`);
@@ -97,7 +98,12 @@ test('every good file from torch.save and the safetensors writers is read exactl
       if (expected.format === 'safetensors') assert.deepEqual(result.metadata, expected.metadata);
       else assert.deepEqual(result.metadata._metadata, expected.metadata._metadata, `${name}: _metadata`);
     }
-    if (expected.format === 'pytorch') {
+    if (expected.format === 'pytorch' && name.includes('legacy')) {
+      assert.equal(result.metadata.serialization, 'legacy', name);
+      assert.equal(result.metadata.protocol_version, 1001);
+      assert.equal(result.metadata.version, null);
+    } else if (expected.format === 'pytorch') {
+      assert.equal(result.metadata.serialization, 'zip', name);
       assert.equal(result.metadata.version, '3');
       assert.equal(result.metadata.archive, name.replace(/\.bin$/, '').replace(/^crafted$/, 'archive').replace(/^crafted_untyped$/, 'model'));
     }
@@ -138,6 +144,75 @@ test('the BertForMaskedLM-like OrderedDict (new zip serialization, _metadata, tw
   }
   const meta = readTorchCheckpoint(files.good('bert_like.bin')).metadata;
   assert.deepEqual(meta._metadata['bert.embeddings'], { version: 1 });
+});
+
+test('legacy torch.save files (before PyTorch 1.6, _use_new_zipfile_serialization=False) read as the zip ones, as views', () => {
+  const legacyNames = Object.keys(files.manifest.good).filter((name) => name.includes('legacy'));
+  assert.deepEqual(legacyNames.sort(), ['bert_like_f16_legacy.bin', 'bert_like_legacy.bin', 'crafted_legacy.bin', 'parameters_legacy.bin', 'small_legacy.bin', 'small_legacy_p4.bin', 'small_legacy_py2_strings.bin']);
+  for (const [legacy, zip] of [['small_legacy.bin', 'small.bin'], ['small_legacy_p4.bin', 'small_p4.bin'], ['small_legacy_py2_strings.bin', 'small.bin'], ['bert_like_legacy.bin', 'bert_like.bin'], ['bert_like_f16_legacy.bin', 'bert_like_f16.bin'], ['crafted_legacy.bin', 'crafted.bin']]) {
+    const bytes = files.good(legacy);
+    assert.equal(bytes[0], 0x80, `${legacy} is a pickle, not a zip`);
+    assert.equal(sniffWeightsFormat(bytes), 'pytorch', legacy);
+    const a = readTorchCheckpoint(bytes, { file: legacy });
+    const b = readTorchCheckpoint(files.good(zip), { file: zip });
+    assert.deepEqual([...a.tensors.keys()], [...b.tensors.keys()], legacy);
+    for (const [key, tensor] of a.tensors) {
+      const other = b.tensors.get(key);
+      assert.equal(tensor.dtype, other.dtype, `${legacy}: ${key}`);
+      assert.deepEqual(tensor.shape, other.shape, `${legacy}: ${key}`);
+      assert.equal(hex(tensor.data), hex(other.data), `${legacy}: ${key}`);
+      assertView(tensor, bytes, `${legacy}: ${key}`);
+    }
+    assert.deepEqual(a.metadata._metadata, b.metadata._metadata, `${legacy}: _metadata`);
+    assert.deepEqual(a.metadata.type_sizes, { short: 2, int: 4, long: 4 });
+  }
+  const small = readTorchCheckpoint(files.good('small_legacy.bin'), { file: 'small_legacy.bin' });
+  const t = (key) => small.tensors.get(key);
+  assert.deepEqual(['w_f16', 'w_bf16', 'embeddings.position_ids', 'w_f32'].map((k) => t(k).dtype), ['F16', 'BF16', 'I64', 'F32']);
+  const ids = new DataView(t('embeddings.position_ids').data.buffer, t('embeddings.position_ids').data.byteOffset, 72);
+  assert.deepEqual(Array.from({ length: 9 }, (_, i) => Number(ids.getBigInt64(8 * i, true))), [-3, -2, -1, 0, 1, 2, 3, 4, 5]);
+  assert.equal(t('decoder.weight').data, t('embeddings.word_embeddings.weight').data, 'the tied pair shares one view');
+  assert.equal(t('row').data.byteOffset, t('base').data.byteOffset + 16, 'row is base[4:8] of one storage');
+  assert.deepEqual(Array.from(toFloat32(t('row'))), [0, 0.25, 0.5, 0.75]);
+  // Legacy storages are unaligned (an 8-byte count follows each pickle and storage): F32 is copied when it must be.
+  assert.deepEqual(f32bits(toFloat32(t('w_f32'))), files.manifest.good['small_legacy.bin'].tensors.w_f32.f32bits);
+  const bert = readTorchCheckpoint(files.good('bert_like_legacy.bin'), { file: 'bert_like_legacy.bin' });
+  assert.equal(bert.tensors.size, 45);
+  assert.equal(bert.tensors.get('cls.predictions.decoder.weight').data, bert.tensors.get('bert.embeddings.word_embeddings.weight').data);
+  assert.equal(bert.tensors.get('cls.predictions.decoder.bias').data, bert.tensors.get('cls.predictions.bias').data);
+  assert.deepEqual(bert.metadata._metadata['bert.embeddings'], { version: 1 });
+  assert.deepEqual(Object.keys(bert.metadata._metadata), ['', 'bert', 'bert.embeddings', 'bert.encoder', 'cls', 'cls.predictions']);
+  // readSafetensors names the format it was given.
+  assertRefused(() => readSafetensors(files.good('small_legacy.bin'), { file: 'model.safetensors' }), 'model.safetensors', ["torch.save's legacy format", 'not a safetensors file']);
+});
+
+test('hostile legacy files are refused, naming the global, magic, sys_info, key, count or cut; nothing is run', () => {
+  const legacy = files.manifest.hostile.filter(({ file }) => file.startsWith('legacy_') || file === 'pickle_no_magic.bin');
+  const names = new Set(legacy.map(({ file }) => file));
+  for (const name of ['legacy_evil_os_system.bin', 'legacy_evil_popen_p4.bin', 'legacy_evil_sys_info.bin', 'legacy_evil_key_list.bin', 'legacy_bad_magic.bin', 'legacy_protocol.bin', 'legacy_big_endian.bin', 'legacy_key_extra.bin', 'legacy_key_missing.bin', 'legacy_count_huge.bin', 'legacy_count_mismatch.bin', 'legacy_truncated.bin', 'legacy_truncated_pickle.bin', 'legacy_view_metadata.bin', 'legacy_tar.bin']) {
+    assert.ok(names.has(name), name);
+  }
+  for (const { file, expect } of legacy) {
+    const bytes = files.hostile(file);
+    const started = performance.now();
+    const error = assertRefused(() => readTorchCheckpoint(bytes, { file }), file, expect);
+    assert.ok(performance.now() - started < 200, `${file} took long`);
+    if (file.startsWith('legacy_evil_')) assert.match(error.message, /^\S+ was refused: its pickle names the global \S+, which a plain state_dict never uses; nothing in the file was run\.$/);
+  }
+  assert.equal(sniffWeightsFormat(files.hostile('legacy_bad_magic.bin')), 'pytorch', 'a wrong magic number is still told as a torch file, and named');
+  assert.equal(sniffWeightsFormat(files.hostile('legacy_tar.bin')), null);
+  assert.equal(sniffWeightsFormat(files.hostile('pickle_no_magic.bin')), null);
+});
+
+test('a legacy file cut at every byte is refused as truncated', () => {
+  for (const name of ['crafted_legacy.bin', 'small_legacy.bin', 'small_legacy_p4.bin']) {
+    const bytes = files.good(name);
+    const step = name === 'crafted_legacy.bin' ? 1 : 7;
+    for (let cut = 3; cut < bytes.length; cut += step) {
+      assertRefused(() => readTorchCheckpoint(bytes.subarray(0, cut), { file: name }), name, ['truncated']);
+    }
+    assert.equal(readTorchCheckpoint(bytes.subarray(0, bytes.length), { file: name }).format, 'pytorch');
+  }
 });
 
 test('an F32 tensor at an unaligned offset is copied by toFloat32; an aligned one is a view', () => {
@@ -290,7 +365,7 @@ test('truncated, empty, HTML and mixed-up files are refused with a plain message
   assertRefused(() => readTorchCheckpoint('not bytes'), 'pytorch_model.bin', ['Uint8Array']);
   assert.equal(sniffWeightsFormat(html), null);
   assert.equal(sniffWeightsFormat(new Uint8Array(0)), null);
-  assert.equal(sniffWeightsFormat(files.hostile('legacy.bin')), null);
+  assert.equal(sniffWeightsFormat(files.good('small_legacy.bin')), 'pytorch');
   assert.equal(sniffWeightsFormat(st), 'safetensors');
   assert.equal(sniffWeightsFormat(pt), 'pytorch');
   assert.equal(sniffWeightsFormat(pt.buffer.slice(pt.byteOffset, pt.byteOffset + pt.length)), 'pytorch');

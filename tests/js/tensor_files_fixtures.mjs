@@ -1,5 +1,6 @@
 // Fixtures of tests/js/tensor_files.test.mjs and tensor_files_fuzz.test.mjs: the Python-made
-// checkpoint files (tests/js/make_torch_files.py, run with /usr/bin/python3, which has torch),
+// checkpoint files (tests/js/make_torch_files.py, run with /usr/bin/python3, which has torch; zip
+// and legacy torch.save files, safetensors files, hostile ones),
 // a small writer of stored zip archives like torch.save's, a safetensors builder and a seeded PRNG.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -147,6 +148,7 @@ export function zipBytes(entries, { align = 64, zip64End = true, zip64Fields = f
 }
 
 export const fromBase64 = (text) => new Uint8Array(Buffer.from(text, 'base64'));
+export const concatBytes = (parts) => new Uint8Array(Buffer.concat(parts));
 export const hex = (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
 
 // A hand-written protocol-2 pickle of {name: _rebuild_tensor_v2(storage '0' FloatStorage, offset,

@@ -2,7 +2,9 @@
 // by torch.save and the safetensors writers via tests/js/make_torch_files.py, and small ones built
 // here): bit flips, interesting bytes and words, truncations, duplicated and removed ranges, and
 // length/offset fields set to huge values; for torch archives also mutations of the pickle alone,
-// re-packed into a valid zip so that they reach the pickle machine. Every call must return a
+// re-packed into a valid zip so that they reach the pickle machine; for torch.save's legacy format
+// (five pickles, then each storage's element count and data) the same, with its element counts as
+// the fields, and mutations of one pickle at a time re-joined with the others and the data. Every call must return a
 // result whose tensors are views inside the input with sizes that agree with their shapes, or
 // throw an EngineError of kind 'model' with a message; any other exception, or a call slower than
 // CALL_LIMIT_MS, fails the test with the seed and the iteration.
@@ -13,7 +15,7 @@ import { after, before, test } from 'node:test';
 
 import { EngineError } from '../../web/engine/errors.js';
 import { readSafetensors, readTorchCheckpoint, sniffWeightsFormat, toFloat32 } from '../../web/engine/tensor_files.js';
-import { fromBase64, handPickle, makeTorchFiles, mulberry32, safetensorsBytes, zipBytes } from './tensor_files_fixtures.mjs';
+import { concatBytes, fromBase64, handPickle, makeTorchFiles, mulberry32, safetensorsBytes, zipBytes } from './tensor_files_fixtures.mjs';
 
 const seedSetting = process.env.TENSOR_FILES_FUZZ_SEED ?? '3054711229';
 const SEED = seedSetting === 'random' ? (Math.random() * 2 ** 32) >>> 0 : Number(seedSetting) >>> 0;
@@ -152,7 +154,7 @@ function fuzz(kind, seeds, read, { fields, hotOf, repack = null }) {
     if (repack) {
       ({ bytes: input, ops } = repack(seed, rng));
     } else {
-      ({ bytes: input, ops } = mutate(seed.bytes, rng, { hot: hotOf(seed.bytes), fields }));
+      ({ bytes: input, ops } = mutate(seed.bytes, rng, { hot: hotOf(seed.bytes, seed), fields: (bytes) => fields(bytes, seed) }));
     }
     // Sometimes at an odd offset of a larger buffer, as a worker's views may be.
     if (rng.next() < 0.25) {
@@ -217,5 +219,29 @@ test('pytorch pickles: mutated data.pkl re-packed into valid archives is read wi
     return { bytes: zipBytes(seed.entries.map((e) => (e === pkl ? { name: e.name, data: bytes } : e))), ops };
   };
   const stats = fuzz('pytorch pickles', seeds, readTorchCheckpoint, { repack });
+  assert.ok(stats.accepted > 0, 'some mutated pickles should still read');
+});
+
+// A legacy file's fields: each storage's int64 element count (offsets from make_torch_files.py).
+const legacySeeds = (names) => names.map((name) => ({ name, bytes: files.good(name), counts: files.manifest.legacy_parts[name].counts }));
+const legacyFields = (bytes, seed) => seed.counts.map((at) => [at, 8]);
+const legacyHot = (bytes, seed) => [[0, seed.counts[0] ?? bytes.length], ...seed.counts.map((at) => [at, at + 8]), [Math.max(0, bytes.length - 64), bytes.length]];
+
+test('pytorch legacy: mutated legacy files are read within bounds or refused with an EngineError', () => {
+  const seeds = legacySeeds(['small_legacy.bin', 'small_legacy_p4.bin', 'parameters_legacy.bin', 'crafted_legacy.bin', 'bert_like_legacy.bin', 'bert_like_f16_legacy.bin']);
+  for (const seed of seeds) assert.equal(readTorchCheckpoint(seed.bytes).metadata.serialization, 'legacy', seed.name);
+  fuzz('pytorch legacy', seeds, readTorchCheckpoint, { fields: legacyFields, hotOf: legacyHot });
+});
+
+test('pytorch legacy pickles: one mutated pickle re-joined with the others and the data is read within bounds or refused', () => {
+  const seeds = Object.entries(files.manifest.legacy_parts).map(([name, { pickles, data }]) => ({ name, pickles: pickles.map(fromBase64), data: fromBase64(data) }));
+  assert.ok(seeds.length >= 6);
+  const repack = (seed, rng) => {
+    // Mostly the state_dict's pickle (the fourth), else any of the five.
+    const index = rng.next() < 0.6 ? 3 : rng.int(5);
+    const { bytes, ops } = mutate(seed.pickles[index], rng, { hot: [], fields: () => [] });
+    return { bytes: concatBytes([...seed.pickles.slice(0, index), bytes, ...seed.pickles.slice(index + 1), seed.data]), ops: [`pickle ${index + 1}`, ...ops] };
+  };
+  const stats = fuzz('pytorch legacy pickles', seeds, readTorchCheckpoint, { repack });
   assert.ok(stats.accepted > 0, 'some mutated pickles should still read');
 });

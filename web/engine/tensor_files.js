@@ -1,8 +1,14 @@
-// The two weight files of a Hugging Face BERT repository, model.safetensors and pytorch_model.bin
-// (torch.save's zip format), read straight from their bytes. Nothing a file contains is ever run:
-// the PyTorch pickle is read by a small restricted pickle machine that knows only the handful of
-// opcodes and globals a state_dict uses and refuses everything else by name. Every tensor's data
-// is a view into the given bytes (no copy): a 440 MB checkpoint is held once.
+// The two weight files of a Hugging Face BERT repository, model.safetensors and pytorch_model.bin,
+// read straight from their bytes. pytorch_model.bin is read in both of torch.save's formats: the
+// zip archive (PyTorch 1.6 and later) and the legacy format (before 1.6, and later ones saving with
+// _use_new_zipfile_serialization=False, which many 2020-era Hub repositories ship): five pickles
+// back to back (the magic number, the protocol version 1001, a sys_info dict, the state_dict, the
+// list of storage keys) followed by each storage's int64 element count and raw bytes. Nothing a
+// file contains is ever run: the PyTorch pickles are read by a small restricted pickle machine that
+// knows only the handful of opcodes and globals a state_dict uses and refuses everything else by
+// name. Every tensor's data is a view into the given bytes (no copy): a 440 MB checkpoint is held
+// once. torch.save's oldest format (a tar archive, PyTorch 0.1) and the storage views that only
+// PyTorch before 0.4 wrote are refused with a message that says so.
 //
 // Every failure is an EngineError of kind 'model' whose message starts with the file's name.
 // No DOM and no Node-only API: this runs in the engine's worker and in Node.
@@ -57,9 +63,19 @@ const u64big = (b, i) => BigInt(u32(b, i)) | (BigInt(u32(b, i + 4)) << 32n);
 
 const startsWith = (bytes, ascii) => bytes.length >= ascii.length && [...ascii].every((c, i) => bytes[i] === c.charCodeAt(0));
 const ZIP_MAGIC = 'PK\x03\x04';
-// torch.save's legacy (pre-1.6) format: a pickle that starts with PROTO 2, LONG1 of the magic
-// number 0x1950a86a20f9469cfc6c.
-const LEGACY_TORCH_MAGIC = [0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19];
+// torch.save's legacy format starts with a pickle of its magic number 0x1950a86a20f9469cfc6c:
+// PROTO 2 (torch.save's default; 3 to 5 when asked), a FRAME under protocol 4 and 5, then LONG1.
+// This is how the format is told; the number itself is checked by readLegacyTorch, which names a
+// wrong one.
+const LEGACY_MAGIC = 0x1950a86a20f9469cfc6cn;
+const LEGACY_PROTOCOL = 1001;
+function looksLikeLegacyTorch(bytes) {
+  if (bytes.length < 3 || bytes[0] !== 0x80 || bytes[1] < 2 || bytes[1] > 5) return false;
+  const at = bytes[2] === 0x95 ? 11 : 2; // FRAME and its 8-byte length
+  return at >= bytes.length || bytes[at] === 0x8a; // a FRAME cut short is read, and refused as truncated
+}
+// The POSIX tar header's magic at byte 257: torch.save's oldest format (PyTorch 0.1).
+const looksLikeTar = (bytes) => bytes.length >= 262 && [...'ustar'].every((c, i) => bytes[257 + i] === c.charCodeAt(0));
 
 function looksLikeSafetensors(bytes) {
   if (bytes.length < 10) return false;
@@ -79,18 +95,24 @@ function foreign(bytes, file, expected) {
   if (bytes.length === 0) return `${file} is empty (0 bytes); the download may have failed.`;
   if (looksLikeMarkup(bytes)) return `${file} is an HTML or XML page, not model weights; the server probably sent an error or sign-in page instead of the file.`;
   if (expected !== 'pytorch' && startsWith(bytes, ZIP_MAGIC)) return `${file} is a zip archive (PyTorch's pytorch_model.bin format), not a safetensors file.`;
-  if (expected !== 'safetensors' && looksLikeSafetensors(bytes)) return `${file} is a safetensors file, not a PyTorch zip archive.`;
-  if (expected !== 'safetensors' && LEGACY_TORCH_MAGIC.every((v, i) => bytes[i] === v)) {
-    return `${file} was written in torch.save's legacy format (before PyTorch 1.6), which is not read here; save it again with a current torch.save, or as safetensors.`;
+  if (expected !== 'pytorch' && looksLikeLegacyTorch(bytes)) return `${file} is a PyTorch checkpoint in torch.save's legacy format (pytorch_model.bin before PyTorch 1.6), not a safetensors file.`;
+  if (expected !== 'safetensors' && looksLikeSafetensors(bytes)) return `${file} is a safetensors file, not a PyTorch checkpoint.`;
+  if (expected !== 'safetensors' && looksLikeTar(bytes)) {
+    return `${file} is a tar archive, torch.save's oldest format (PyTorch 0.1), which is not read here; save it again with a current torch.save, or as safetensors.`;
+  }
+  if (expected !== 'safetensors' && bytes[0] === 0x80 && bytes.length >= 2 && bytes[1] <= 5) {
+    return `${file} is a Python pickle that does not start with torch.save's magic number, so it is not a PyTorch checkpoint (torch.save's legacy files start with it; current ones are zip archives).`;
   }
   return null;
 }
 
-// 'safetensors' | 'pytorch' | null, from the first bytes.
+// 'safetensors' | 'pytorch' | null, from the first bytes. 'pytorch' is either of torch.save's
+// formats: the zip archive or the legacy pickles.
 export function sniffWeightsFormat(input) {
   if (!(input instanceof Uint8Array) && !(input instanceof ArrayBuffer)) return null;
   const bytes = input instanceof ArrayBuffer ? new Uint8Array(input) : input;
   if (startsWith(bytes, ZIP_MAGIC)) return 'pytorch';
+  if (looksLikeLegacyTorch(bytes)) return 'pytorch';
   if (looksLikeSafetensors(bytes)) return 'safetensors';
   return null;
 }
@@ -325,8 +347,23 @@ class PyDict {
   }
 }
 class PyGlobal { constructor(module, name, role) { this.module = module; this.name = name; this.role = role; } }
-class Storage { constructor(key, dtype, numel, data) { this.key = key; this.dtype = dtype; this.numel = numel; this.data = data; this.views = new Map(); } }
-class Tensor { constructor(dtype, shape, data) { this.dtype = dtype; this.shape = shape; this.data = data; } }
+// A storage's data is set when it is known: at once for a zip entry, after the last pickle for a
+// legacy file (whose storages follow the pickles). A tensor is a byte range of its storage, made
+// into a view of the file by tensorData once the data is there. A storage's label is how a message
+// names it (data/0 in a zip archive).
+class Storage { constructor(key, label, dtype, numel, data) { this.key = key; this.label = label; this.dtype = dtype; this.numel = numel; this.data = data; this.views = new Map(); } }
+class Tensor { constructor(dtype, shape, storage, begin, length) { this.dtype = dtype; this.shape = shape; this.storage = storage; this.begin = begin; this.length = length; } }
+
+// Tied weights (the decoder and the word embeddings) share one storage: they get one view.
+function tensorData({ storage, begin, length }) {
+  const viewKey = `${begin}:${length}`;
+  let data = storage.views.get(viewKey);
+  if (!data) {
+    data = storage.data.subarray(begin, begin + length);
+    storage.views.set(viewKey, data);
+  }
+  return data;
+}
 
 // The globals a state_dict's pickle may name, and what each is.
 const STORAGE_DTYPES = { FloatStorage: 'F32', HalfStorage: 'F16', BFloat16Storage: 'BF16', LongStorage: 'I64', IntStorage: 'I32', DoubleStorage: 'F64' };
@@ -392,17 +429,70 @@ function plain(value, budget, depth, bad) {
   return typeName(value);
 }
 
-function unpickle(pkl, { file, prefix, entries }) {
+// The storages of a zip archive: persistent ids ('storage', type, key, location, numel[, dtype])
+// whose data is the entry <prefix>/data/<key>.
+function zipStorages(prefix, entries) {
+  const storages = new Map();
+  return (pid, { bad, refused }) => {
+    if (!(pid instanceof PyTuple) || pid.items.length < 5 || pid.items.length > 6 || pid.items[0] !== 'storage') {
+      throw bad(`has a persistent id that is ${typeName(pid)}${pid instanceof PyTuple ? ` of ${pid.items.length} items` : ''}, not ('storage', type, key, location, numel)`);
+    }
+    const [, type, key, location, numel, extra] = pid.items;
+    if (!(type instanceof PyGlobal) || (type.role.kind !== 'storage' && type.role.kind !== 'dtype')) throw bad(`has a persistent id whose storage type is ${typeName(type)}`);
+    if (typeof key !== 'string') throw bad(`has a persistent id whose key is ${typeName(key)}, not a string`);
+    // torch names its storages 0, 1, 2, ...; anything like a path is refused.
+    if (!/^[A-Za-z0-9_.-]{1,200}$/.test(key) || key.includes('..') || key === '.') {
+      throw refused(`its persistent id points at data/${shown(key)}, which is not a plain storage name inside the archive`);
+    }
+    if (typeof location !== 'string') throw bad(`has a persistent id whose location is ${typeName(location)}, not a string`);
+    if (!isCount(numel)) throw bad(`has a persistent id whose size is ${typeName(numel)}, not a count`);
+    let dtype = type.role.dtype;
+    let elements = numel;
+    if (type.role.kind === 'storage' && dtype === null) {
+      // An untyped storage counts bytes; a dtype global after it says what its elements are.
+      dtype = 'U8';
+      if (extra !== undefined) {
+        if (!(extra instanceof PyGlobal) || extra.role.kind !== 'dtype') throw bad(`has a persistent id whose dtype is ${typeName(extra)}`);
+        dtype = extra.role.dtype;
+        if (numel % ITEMSIZE[dtype] !== 0) throw bad(`has an untyped storage of ${count(numel)} bytes, not a whole number of ${dtype} values`);
+        elements = numel / ITEMSIZE[dtype];
+      }
+    } else if (extra !== undefined) {
+      throw bad('has a persistent id with an extra item after a typed storage');
+    }
+    const data = entries.get(`${prefix}/data/${key}`);
+    if (!data) throw bad(`has a persistent id that points at data/${shown(key)}, which the archive does not have`);
+    const bytesNeeded = elements * ITEMSIZE[dtype];
+    if (data.length < bytesNeeded) {
+      throw bad(`says storage data/${shown(key)} holds ${count(elements)} ${dtype} values (${count(bytesNeeded)} bytes), but that entry has ${count(data.length)} bytes`);
+    }
+    const known = storages.get(key);
+    if (known) {
+      if (known.dtype !== dtype || known.numel !== elements) throw bad(`uses storage data/${shown(key)} as two different storages`);
+      return known;
+    }
+    const storage = new Storage(key, `data/${shown(key)}`, dtype, elements, data.subarray(0, bytesNeeded));
+    storages.set(key, storage);
+    return storage;
+  };
+}
+
+// Reads one pickle of pkl from byte start. where: the pickle as a message names it. Options:
+//   persistent(pid, {bad, refused}): what a BINPERSID's id stands for (a Storage); without it,
+//     BINPERSID is refused;
+//   globals: false refuses every GLOBAL (the legacy format's small pickles name none);
+//   stream: true reads a pickle that other bytes follow, and returns {value, end}; otherwise the
+//     pickle must end at pkl's end, and its value is returned;
+//   budget: {ops}, shared by the pickles of one file.
+function unpickle(pkl, { file, where, start = 0, persistent = null, globals = true, stream = false, budget = { ops: 0 } }) {
   const refused = (what) => refuse(`${file} was refused: ${what}; nothing in the file was run.`);
-  const bad = (what) => refuse(`${file} is not a usable PyTorch checkpoint: its pickle (${prefix}/data.pkl) ${what}.`);
+  const bad = (what) => refuse(`${file} is not a usable PyTorch checkpoint: ${where} ${what}.`);
   const end = pkl.length;
   const view = new DataView(pkl.buffer, pkl.byteOffset, pkl.byteLength);
   const stack = [];
   const marks = [];
   const memo = new Map();
-  const storages = new Map();
-  let pos = 0;
-  let ops = 0;
+  let pos = start;
 
   const need = (n, what) => {
     if (pos + n > end) throw bad(`ends inside ${what} (the file is truncated or damaged)`);
@@ -445,7 +535,7 @@ function unpickle(pkl, { file, prefix, entries }) {
     let i = pos;
     const stop = Math.min(end, pos + LIMITS.globalLine + 1);
     while (i < stop && pkl[i] !== 0x0a) i++;
-    if (i >= stop) throw bad(`has a GLOBAL whose ${what} is not a short line`);
+    if (i >= stop) throw bad(stop === end ? `ends inside a GLOBAL's ${what} (the file is truncated or damaged)` : `has a GLOBAL whose ${what} is not a short line`);
     const s = readString(i - pos, `GLOBAL's ${what}`);
     pos = i + 1;
     return s;
@@ -462,50 +552,12 @@ function unpickle(pkl, { file, prefix, entries }) {
   const lookupGlobal = (module, name) => {
     const role = ALLOWED_GLOBALS.get(`${module} ${name}`);
     if (!role) throw refused(`its pickle names the global ${shown(`${module}.${name}`, 200)}, which a plain state_dict never uses`);
+    if (!globals) throw refused(`${where} names the global ${shown(`${module}.${name}`, 200)}, which torch.save never writes there`);
     return new PyGlobal(module, name, role);
   };
-
   const persistentLoad = (pid) => {
-    if (!(pid instanceof PyTuple) || pid.items.length < 5 || pid.items.length > 6 || pid.items[0] !== 'storage') {
-      throw bad(`has a persistent id that is ${typeName(pid)}${pid instanceof PyTuple ? ` of ${pid.items.length} items` : ''}, not ('storage', type, key, location, numel)`);
-    }
-    const [, type, key, location, numel, extra] = pid.items;
-    if (!(type instanceof PyGlobal) || (type.role.kind !== 'storage' && type.role.kind !== 'dtype')) throw bad(`has a persistent id whose storage type is ${typeName(type)}`);
-    if (typeof key !== 'string') throw bad(`has a persistent id whose key is ${typeName(key)}, not a string`);
-    // torch names its storages 0, 1, 2, ...; anything like a path is refused.
-    if (!/^[A-Za-z0-9_.-]{1,200}$/.test(key) || key.includes('..') || key === '.') {
-      throw refused(`its persistent id points at data/${shown(key)}, which is not a plain storage name inside the archive`);
-    }
-    if (typeof location !== 'string') throw bad(`has a persistent id whose location is ${typeName(location)}, not a string`);
-    if (!isCount(numel)) throw bad(`has a persistent id whose size is ${typeName(numel)}, not a count`);
-    let dtype = type.role.dtype;
-    let elements = numel;
-    if (type.role.kind === 'storage' && dtype === null) {
-      // An untyped storage counts bytes; a dtype global after it says what its elements are.
-      dtype = 'U8';
-      if (extra !== undefined) {
-        if (!(extra instanceof PyGlobal) || extra.role.kind !== 'dtype') throw bad(`has a persistent id whose dtype is ${typeName(extra)}`);
-        dtype = extra.role.dtype;
-        if (numel % ITEMSIZE[dtype] !== 0) throw bad(`has an untyped storage of ${count(numel)} bytes, not a whole number of ${dtype} values`);
-        elements = numel / ITEMSIZE[dtype];
-      }
-    } else if (extra !== undefined) {
-      throw bad('has a persistent id with an extra item after a typed storage');
-    }
-    const data = entries.get(`${prefix}/data/${key}`);
-    if (!data) throw bad(`has a persistent id that points at data/${shown(key)}, which the archive does not have`);
-    const bytesNeeded = elements * ITEMSIZE[dtype];
-    if (data.length < bytesNeeded) {
-      throw bad(`says storage data/${shown(key)} holds ${count(elements)} ${dtype} values (${count(bytesNeeded)} bytes), but that entry has ${count(data.length)} bytes`);
-    }
-    const known = storages.get(key);
-    if (known) {
-      if (known.dtype !== dtype || known.numel !== elements) throw bad(`uses storage data/${shown(key)} as two different storages`);
-      return known;
-    }
-    const storage = new Storage(key, dtype, elements, data.subarray(0, bytesNeeded));
-    storages.set(key, storage);
-    return storage;
+    if (!persistent) throw refused(`${where} has a persistent id (BINPERSID), which torch.save writes only in the state_dict's pickle`);
+    return persistent(pid, { bad, refused });
   };
 
   const emptyHooks = (hooks) => hooks === null || (hooks instanceof PyDict && hooks.map.size === 0);
@@ -534,18 +586,10 @@ function unpickle(pkl, { file, prefix, entries }) {
       }
     }
     if (BigInt(offset) + numel > BigInt(storage.numel)) {
-      throw bad(`builds a tensor of size (${shape.join(', ')}) at offset ${count(offset)} of storage data/${shown(storage.key)}, which holds ${count(storage.numel)} values: the storage is shorter than the tensor claims`);
+      throw bad(`builds a tensor of size (${shape.join(', ')}) at offset ${count(offset)} of storage ${storage.label}, which holds ${count(storage.numel)} values: the storage is shorter than the tensor claims`);
     }
     const itemsize = ITEMSIZE[storage.dtype];
-    const begin = offset * itemsize, length = Number(numel) * itemsize;
-    // Tied weights (the decoder and the word embeddings) share one storage: they get one view.
-    const viewKey = `${begin}:${length}`;
-    let data = storage.views.get(viewKey);
-    if (!data) {
-      data = storage.data.subarray(begin, begin + length);
-      storage.views.set(viewKey, data);
-    }
-    return new Tensor(storage.dtype, shape.slice(), data);
+    return new Tensor(storage.dtype, shape.slice(), storage, offset * itemsize, Number(numel) * itemsize);
   };
 
   const reduce = (callable, args) => {
@@ -568,7 +612,7 @@ function unpickle(pkl, { file, prefix, entries }) {
   };
 
   for (;;) {
-    if (++ops > LIMITS.opcodes) throw bad(`has more than ${count(LIMITS.opcodes)} opcodes`);
+    if (++budget.ops > LIMITS.opcodes) throw bad(`has more than ${count(LIMITS.opcodes)} opcodes`);
     if (pos >= end) throw bad('ends without STOP (the file is truncated or damaged)');
     const at = pos;
     const op = pkl[pos++];
@@ -583,7 +627,7 @@ function unpickle(pkl, { file, prefix, entries }) {
         need(8, 'FRAME');
         const n = u64(pkl, pos);
         pos += 8;
-        if (pos + n > end) throw bad('has a FRAME longer than the rest of the pickle');
+        if (pos + n > end) throw bad('has a FRAME longer than the rest of the pickle (the file is truncated or damaged)');
         break;
       }
       case 0x7d: push(new PyDict(false)); break; // EMPTY_DICT
@@ -692,6 +736,7 @@ function unpickle(pkl, { file, prefix, entries }) {
       case 0x2e: { // STOP
         if (marks.length) throw bad('stops with a MARK still open');
         if (stack.length !== 1) throw bad(`stops with ${stack.length} values on its stack instead of one`);
+        if (stream) return { value: stack[0], end: pos };
         if (pos !== end) throw bad(`has ${count(end - pos)} bytes after STOP`);
         return stack[0];
       }
@@ -713,11 +758,31 @@ function unpickle(pkl, { file, prefix, entries }) {
   }
 }
 
-// torch.save's zip archive (pytorch_model.bin).
+// The tensors of a state_dict (the top object of torch.save's pickle) and the module metadata its
+// OrderedDict's BUILD set; every storage's data must be known by now.
+function stateDict(root, bad) {
+  if (!(root instanceof PyDict)) throw bad(`its pickle's top object is ${typeName(root)}, not a dict of tensors (a state_dict)`);
+  const tensors = new Map();
+  for (const [key, value] of root.map) {
+    if (typeof key !== 'string') throw bad(`its state_dict has a key that is ${typeName(key)}, not a string`);
+    if (!(value instanceof Tensor)) throw bad(`its state_dict's entry ${JSON.stringify(key.length > 200 ? `${key.slice(0, 200)}…` : key)} is ${typeName(value)}, not a tensor`);
+    tensors.set(key, { dtype: value.dtype, shape: value.shape.slice(), data: tensorData(value) });
+  }
+  let moduleMetadata = null;
+  if (root.state instanceof PyDict) {
+    const state = root.state.map.has('_metadata') ? root.state.map.get('_metadata') : root.state;
+    moduleMetadata = plain(state, { nodes: 0 }, 0, bad);
+  }
+  return { tensors, moduleMetadata };
+}
+
+// pytorch_model.bin in either of torch.save's formats, told apart by the first bytes: a zip
+// archive (PK\x03\x04) or the legacy format's pickle of its magic number (PROTO, LONG1).
 export function readTorchCheckpoint(input, { file = 'pytorch_model.bin' } = {}) {
   const bytes = asBytes(input, file);
+  if (looksLikeLegacyTorch(bytes)) return readLegacyTorch(bytes, file);
   if (!startsWith(bytes, ZIP_MAGIC)) {
-    throw refuse(foreign(bytes, file, 'pytorch') ?? `${file} is not a PyTorch checkpoint: it does not start like a zip archive (torch.save's format since PyTorch 1.6).`);
+    throw refuse(foreign(bytes, file, 'pytorch') ?? `${file} is not a PyTorch checkpoint: it starts neither like a zip archive (torch.save's format since PyTorch 1.6) nor like torch.save's legacy format (a pickle of its magic number).`);
   }
   const entries = readZip(bytes, file);
   const bad = (what) => refuse(`${file} is not a usable PyTorch checkpoint: ${what}.`);
@@ -743,20 +808,140 @@ export function readTorchCheckpoint(input, { file = 'pytorch_model.bin' } = {}) 
   if (byteorder !== null && byteorder !== 'little') throw bad(`its byteorder entry says ${shown(byteorder)}; only little-endian checkpoints are read`);
   const version = small('version');
 
-  const root = unpickle(pkl, { file, prefix, entries });
-  if (!(root instanceof PyDict)) throw bad(`its pickle's top object is ${typeName(root)}, not a dict of tensors (a state_dict)`);
-  const tensors = new Map();
-  for (const [key, value] of root.map) {
-    if (typeof key !== 'string') throw bad(`its state_dict has a key that is ${typeName(key)}, not a string`);
-    if (!(value instanceof Tensor)) throw bad(`its state_dict's entry ${JSON.stringify(key.length > 200 ? `${key.slice(0, 200)}…` : key)} is ${typeName(value)}, not a tensor`);
-    tensors.set(key, { dtype: value.dtype, shape: value.shape.slice(), data: value.data });
+  const root = unpickle(pkl, { file, where: `its pickle (${prefix}/data.pkl)`, persistent: zipStorages(prefix, entries) });
+  const { tensors, moduleMetadata } = stateDict(root, bad);
+  return { format: 'pytorch', tensors, metadata: { serialization: 'zip', archive: prefix, version, byteorder, _metadata: moduleMetadata } };
+}
+
+// ---------------------------------------------------------------------------------------------
+// torch.save's legacy format (torch/serialization.py's _legacy_save and _legacy_load): five pickles
+// back to back,
+//   1. the magic number 0x1950a86a20f9469cfc6c,   2. the protocol version 1001,
+//   3. sys_info: {protocol_version: 1001, little_endian: True, type_sizes: {short, int, long}},
+//   4. the state_dict, whose storages are persistent ids
+//      ('storage', FloatStorage etc., key, location, numel, view_metadata),
+//   5. the list of the storage keys, in the order of their data,
+// then for each key of that list its storage: an int64 little-endian element count, then
+// count * itemsize bytes, unaligned. Each pickle is read by the same restricted machine; only the
+// state_dict's may name globals (the same ones as in a zip archive) or persistent ids. Every
+// storage of the state_dict must be in the list and every key of the list in the state_dict, each
+// once; each count must equal the state_dict's numel and fit in the file; the storages follow one
+// another to the file's end (so none overlaps another). view_metadata (a storage view, written
+// only by PyTorch before 0.4, whose files also use globals refused here) is refused.
+
+const VIEW_REFUSED = 'only PyTorch before 0.4 wrote storage views; such files are not read here; save the state_dict again with a current torch.save, or as safetensors';
+
+// The storages of a legacy file's state_dict, gathered into storages (key -> Storage without data).
+function legacyStorages(storages) {
+  return (pid, { bad }) => {
+    if (!(pid instanceof PyTuple) || pid.items.length !== 6 || pid.items[0] !== 'storage') {
+      throw bad(`has a persistent id that is ${typeName(pid)}${pid instanceof PyTuple ? ` of ${pid.items.length} items` : ''}, not ('storage', type, key, location, numel, view_metadata)`);
+    }
+    const [, type, key, location, numel, viewMetadata] = pid.items;
+    if (!(type instanceof PyGlobal) || type.role.kind !== 'storage' || type.role.dtype === null) throw bad(`has a persistent id whose storage type is ${typeName(type)}, not a typed storage such as torch.FloatStorage`);
+    if (typeof key !== 'string') throw bad(`has a persistent id whose key is ${typeName(key)}, not a string`);
+    if (!/^[A-Za-z0-9_.-]{1,200}$/.test(key)) throw bad(`has a persistent id whose storage key ${shown(key)} is not a plain storage name`);
+    if (typeof location !== 'string') throw bad(`has a persistent id whose location is ${typeName(location)}, not a string`);
+    if (!isCount(numel)) throw bad(`has a persistent id whose size is ${typeName(numel)}, not a count`);
+    if (viewMetadata !== null) throw bad(`describes storage ${shown(key)} with view_metadata (${typeName(viewMetadata)}, a view of another storage); ${VIEW_REFUSED}`);
+    const dtype = type.role.dtype;
+    const known = storages.get(key);
+    if (known) {
+      if (known.dtype !== dtype || known.numel !== numel) throw bad(`uses storage ${shown(key)} as two different storages (${known.dtype} of ${count(known.numel)} values, then ${dtype} of ${count(numel)})`);
+      return known;
+    }
+    const storage = new Storage(key, shown(key), dtype, numel, null);
+    storages.set(key, storage);
+    return storage;
+  };
+}
+
+function hexInt(v) {
+  const n = BigInt(v);
+  return `${n < 0n ? '-' : ''}0x${(n < 0n ? -n : n).toString(16)}`;
+}
+
+function checkSysInfo(info, bad) {
+  if (!(info instanceof PyDict)) throw bad(`its sys_info is ${typeName(info)}, not a dict`);
+  const field = (dict, key, what) => {
+    if (!dict.map.has(key)) throw bad(`its sys_info has no ${what}`);
+    return dict.map.get(key);
+  };
+  const version = field(info, 'protocol_version', 'protocol_version');
+  if (version !== LEGACY_PROTOCOL) throw bad(`its sys_info says protocol_version ${isInt(version) ? count(version) : typeName(version)}, not ${LEGACY_PROTOCOL}`);
+  const little = field(info, 'little_endian', 'little_endian');
+  if (little === false) throw bad('its sys_info says it was written on a big-endian machine (little_endian is False); only little-endian checkpoints are read');
+  if (little !== true) throw bad(`its sys_info's little_endian is ${typeName(little)}, not True`);
+  const sizes = field(info, 'type_sizes', 'type_sizes');
+  if (!(sizes instanceof PyDict)) throw bad(`its sys_info's type_sizes is ${typeName(sizes)}, not a dict`);
+  // C's short, int and long in bytes; long is 4 on Windows. Nothing read here depends on them
+  // (storage counts are int64), so they are only checked for sense.
+  const typeSizes = {};
+  for (const [name, allowed] of [['short', [2]], ['int', [4]], ['long', [4, 8]]]) {
+    const size = field(sizes, name, `type_sizes.${name}`);
+    if (!allowed.includes(size)) throw bad(`its sys_info says a C ${name} is ${isInt(size) ? `${count(size)} bytes` : typeName(size)}, not ${allowed.join(' or ')}`);
+    typeSizes[name] = size;
   }
-  let moduleMetadata = null;
-  if (root.state instanceof PyDict) {
-    const state = root.state.map.has('_metadata') ? root.state.map.get('_metadata') : root.state;
-    moduleMetadata = plain(state, { nodes: 0 }, 0, bad);
+  return typeSizes;
+}
+
+function readLegacyTorch(bytes, file) {
+  const bad = (what) => refuse(`${file} is not a usable PyTorch checkpoint (torch.save's legacy format): ${what}.`);
+  const budget = { ops: 0 };
+  let pos = 0;
+  const next = (part, options = {}) => {
+    const { value, end } = unpickle(bytes, {
+      file, where: `its ${part} pickle (torch.save's legacy format, from byte ${count(pos)})`, start: pos, stream: true, globals: false, budget, ...options,
+    });
+    pos = end;
+    return value;
+  };
+  const magic = next('magic-number');
+  if (magic !== LEGACY_MAGIC) {
+    throw bad(`its magic number is ${isInt(magic) ? hexInt(magic) : typeName(magic)}, not torch.save's 0x${LEGACY_MAGIC.toString(16)} (the file is damaged, or not a PyTorch checkpoint)`);
   }
-  return { format: 'pytorch', tensors, metadata: { archive: prefix, version, byteorder, _metadata: moduleMetadata } };
+  const protocol = next('protocol-version');
+  if (protocol !== LEGACY_PROTOCOL) throw bad(`its protocol version is ${isInt(protocol) ? count(protocol) : typeName(protocol)}, not ${LEGACY_PROTOCOL}, the only one of torch.save's legacy format`);
+  const typeSizes = checkSysInfo(next('sys_info'), bad);
+  const storages = new Map();
+  const root = next('state_dict', { globals: true, persistent: legacyStorages(storages) });
+  const keys = next('storage-key-list');
+  if (!(keys instanceof PyList)) throw bad(`its storage key list is ${typeName(keys)}, not a list`);
+  const listed = new Set();
+  for (const key of keys.items) {
+    if (typeof key !== 'string') throw bad(`its storage key list holds ${typeName(key)}, not a storage key`);
+    if (listed.has(key)) throw bad(`its storage key list names storage ${shown(key)} twice`);
+    if (!storages.has(key)) throw bad(`its storage key list names storage ${shown(key)}, which its state_dict does not use`);
+    listed.add(key);
+  }
+  for (const key of storages.keys()) {
+    if (!listed.has(key)) throw bad(`its state_dict uses storage ${shown(key)}, which its storage key list lacks (the file has no data for it)`);
+  }
+  // The storages, back to back in the list's order: each one's count, then its values.
+  for (const key of keys.items) {
+    const storage = storages.get(key);
+    const what = `storage ${shown(key)}`;
+    if (pos + 8 > bytes.length) throw bad(`it ends before the element count of ${what} (the file is truncated)`);
+    const n = BigInt.asIntN(64, u64big(bytes, pos));
+    pos += 8;
+    const itemsize = ITEMSIZE[storage.dtype];
+    const left = bytes.length - pos;
+    if (n < 0n) throw bad(`the element count of ${what} is negative (${count(n)})`);
+    if (n * BigInt(itemsize) > BigInt(left)) {
+      throw bad(`the element count of ${what} says ${count(n)} ${storage.dtype} values (${count(n * BigInt(itemsize))} bytes), but only ${count(left)} bytes are left in the file (the file is truncated, or the count is damaged)`);
+    }
+    if (n !== BigInt(storage.numel)) throw bad(`the element count of ${what} is ${count(n)}, but its state_dict says the storage holds ${count(storage.numel)} values`);
+    const length = storage.numel * itemsize;
+    storage.data = bytes.subarray(pos, pos + length);
+    pos += length;
+  }
+  if (pos !== bytes.length) throw bad(`it has ${count(bytes.length - pos)} bytes after its last storage`);
+  const { tensors, moduleMetadata } = stateDict(root, bad);
+  return {
+    format: 'pytorch',
+    tensors,
+    metadata: { serialization: 'legacy', archive: null, version: null, byteorder: 'little', protocol_version: LEGACY_PROTOCOL, type_sizes: typeSizes, _metadata: moduleMetadata },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
