@@ -568,6 +568,18 @@ def build(out_dir):
          "plus an int64 bert.embeddings.position_ids buffer (1 x 512)",
          same_as=f"{OWNER}/bert-mini-st", config=cfg)
 
+    # The same weights in torch.save's legacy format (before PyTorch 1.6), which many 2020
+    # uploads (bert-mini's among them) still have as their only weights file.
+    folder = folder_of("bert-mini-legacy")
+    cfg = write_bert_folder(folder, f"{OWNER}/bert-mini-legacy", mini, "bin", ["BertForMaskedLM"])
+    bin_path = os.path.join(folder, "pytorch_model.bin")
+    state = torch.load(bin_path, map_location="cpu", weights_only=True)
+    torch.save(state, bin_path, _use_new_zipfile_serialization=False)
+    good("bert-mini-legacy", mini, "bin",
+         "the same weights as bert-mini-st as pytorch_model.bin in torch.save's legacy format "
+         "(_use_new_zipfile_serialization=False), decoder tied to the word embeddings",
+         same_as=f"{OWNER}/bert-mini-st", config=cfg)
+
     small = random_model(f"{OWNER}/bert-small-st", SHAPE_B, 2, vocab, True, True)
     folder = folder_of("bert-small-st")
     cfg = write_bert_folder(folder, small.name, small, "safetensors", ["BertForPreTraining"])

@@ -267,8 +267,8 @@ export async function modelFileFromCheckpoint(files, { expectedTensors, name, so
   }
   const bytes = files[weightsFile];
   const format = sniffWeightsFormat(bytes);
-  const read = format === 'pytorch' ? readTorchCheckpoint : readSafetensors;
-  if (weightsFile.endsWith('.bin') && format !== 'pytorch') throw refuse(`${weightsFile} is not a PyTorch zip archive (torch.save's format since PyTorch 1.6); older pickle-only files are not read.`);
+  // A .bin is PyTorch's (whose reader names any other format it finds); otherwise the bytes say.
+  const read = format === 'pytorch' || weightsFile.endsWith('.bin') ? readTorchCheckpoint : readSafetensors;
   const { tensors } = read(bytes, { file: weightsFile });
   const { weights, dropped } = engineWeights(tensors, rules.names, weightsFile);
   const groups = rules.names.optional_groups;
