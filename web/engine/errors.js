@@ -7,7 +7,9 @@ export class EngineError extends Error {
   constructor(kind, message, options) {
     super(message, options);
     this.name = 'EngineError';
-    // 'network' | 'http' | 'model' | 'engine' | 'memory' | 'input', and 'superseded' for an
+    // 'network' | 'http' | 'model' | 'engine' | 'memory' | 'input' (the text or a call's
+    // arguments) | 'csp' | 'cancelled' (a download the reader stopped) | 'setup' (a figure's
+    // page: an address it may not load, no driver), and 'superseded' for an
     // analysis that a newer request of the same caller replaced before it ran.
     this.kind = kind;
   }

@@ -142,7 +142,7 @@ class StandaloneDriver {
     const hub = hubSource(this.figure);
     if (hub) delete sources[ATTRIBUTES.modelSrc];
     const refusal = hub?.refusal ?? sourceRefusal(sources);
-    this.refused = refusal ? { message: refusal, kind: 'input' } : null;
+    this.refused = refusal ? { message: refusal, kind: 'setup' } : null;
     if (refusal) {
       this.close();
       this.session = null;

@@ -253,7 +253,7 @@ export class AttentionFigure extends HTMLElement {
       this._standalone = AttentionFigure.driveStandalone(this);
       return;
     }
-    this.view = { mode: 'error', error: { message: 'Nothing drives this figure on its own: load it through the widgets\u2019 bundle (dist/attention-widgets.js).', kind: 'input' }, result: null, model: null, progress: null, ready: false, showSpecial: true, sources: {} };
+    this.view = { mode: 'error', error: { message: 'Nothing drives this figure on its own: load it through the widgets\u2019 bundle (dist/attention-widgets.js).', kind: 'setup' }, result: null, model: null, progress: null, ready: false, showSpecial: true, sources: {} };
   }
 
   emit(name, detail = {}) {
