@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium, ROW_SUM_TOLERANCE, serve, startHost } from './harness.mjs';
+import { figureLive, launchChromium, ROW_SUM_TOLERANCE, serve, startHost } from './harness.mjs';
 
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -70,7 +70,7 @@ async function openPage(url, { viewport = { width: 1200, height: 900 } } = {}) {
 }
 
 const demoUrl = () => `${hostUrl}embed-demo.html?from=${encodeURIComponent(siteUrl)}`;
-const live = (page, selector) => page.locator(`${selector} .status[data-mode="live"]`).waitFor({ timeout: LOAD_TIMEOUT_MS });
+const live = (page, selector) => figureLive(page, selector, LOAD_TIMEOUT_MS);
 
 // The shared engine's row, through the bundle's own exports (the same module instance, so the
 // same engine the widgets use).
@@ -348,6 +348,7 @@ describe('embedding', { timeout: 180000 }, () => {
       bad.setAttribute('engine-src', 'javascript:window.__injected=11//');
       document.querySelector('article').append(bad);
     });
+    await page.locator('#bad').scrollIntoViewIfNeeded();
     await page.locator('#bad .status[data-mode="error"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
     assert.match(await page.locator('#bad .status').textContent(), /javascript:window\.__injected=1[01]/);
 

@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium, ROW_SUM_TOLERANCE, serve, startHost } from './harness.mjs';
+import { figureLive, launchChromium, ROW_SUM_TOLERANCE, serve, startHost } from './harness.mjs';
 import { publish } from '../../scripts/site/publish.mjs';
 import { THEME_PROPERTIES } from '../../web/widgets/style.js';
 
@@ -86,7 +86,7 @@ async function openPage(url, { colorScheme = 'light' } = {}) {
   return { page, context, errors, warnings, requests };
 }
 
-const live = (page, selector) => page.locator(`${selector} .status[data-mode="live"]`).waitFor({ timeout: LOAD_TIMEOUT_MS });
+const live = (page, selector) => figureLive(page, selector, LOAD_TIMEOUT_MS);
 const background = (page, selector) => page.locator(selector).evaluate((el) => getComputedStyle(el).backgroundColor);
 const shown = (page, selector) => page.locator(`${selector} table.bars`).first().evaluate((t) => ({
   layer: Number(t.dataset.layer), head: Number(t.dataset.head), token: Number(t.dataset.token), sentence: t.dataset.sentence,

@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { hostCsp, launchChromium, openStrict, serve } from './harness.mjs';
+import { figureLive, hostCsp, launchChromium, openStrict, serve } from './harness.mjs';
 import { publish } from '../../scripts/site/publish.mjs';
 import { FIGURES } from '../../web/widgets/registry.js';
 
@@ -76,7 +76,8 @@ async function checkPage(url, { ignore, ids = false } = {}) {
     if (key === 'softmax') {
       await page.waitForFunction((t) => [...(document.querySelector(t)?.shadowRoot?.querySelectorAll('.bar') ?? [])].some((b) => b.getBoundingClientRect().width > 5), tag, { timeout: LOAD_TIMEOUT_MS });
     } else {
-      await page.locator(`${tag} .status[data-mode="live"]`).first().waitFor({ timeout: LOAD_TIMEOUT_MS });
+      // Scrolled to, as a reader would: embedded figures start when they come near the screen.
+      await figureLive(page, tag, LOAD_TIMEOUT_MS);
     }
   }
   const sentences = await page.evaluate(() => [...document.querySelectorAll('attention-row[sentence], attention-heads[sentence]')].map((el) => el.selection?.sentence));

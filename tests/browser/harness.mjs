@@ -151,6 +151,13 @@ export async function openInstrument(page, timeout = 90000) {
   await page.locator('#instrument .status[data-mode="live"]').waitFor({ timeout });
 }
 
+// A figure on its own, live: scrolled to first, as a reader would (figures embedded in a host
+// page start when they come near the viewport, web/runtime/standalone.js), then waited for.
+export async function figureLive(page, selector, timeout = 90000) {
+  await page.locator(selector).first().scrollIntoViewIfNeeded({ timeout });
+  await page.locator(`${selector} .status[data-mode="live"]`).first().waitFor({ timeout });
+}
+
 // Figure 1's sentence on screen (its bars' data-sentence), or null.
 // The loaded model's shape from a figure's result: the tests never assume how many layers and
 // heads it has.

@@ -15,7 +15,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { startHost, startSite } from './harness.mjs';
+import { figureLive, startHost, startSite } from './harness.mjs';
 import { FIGURES, reserveCss } from '../../web/widgets/registry.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -127,8 +127,10 @@ function hostPage(kind) {
 async function allLive(page, kind) {
   for (const [key, f] of Object.entries(FIGURES)) {
     if (key === 'softmax') continue;
-    const scope = kind === 'elements' ? page : page.frameLocator(`iframe[title="${key}"]`);
-    await scope.locator(`${f.tag} .status[data-mode="live"]`).first().waitFor({ timeout: LOAD_TIMEOUT_MS });
+    // Elements start when they come near the screen: the page is read down to each, as a
+    // reader scrolls (a figure that then outgrows its reserve is a shift the reader sees).
+    if (kind === 'elements') await figureLive(page, f.tag, LOAD_TIMEOUT_MS);
+    else await page.frameLocator(`iframe[title="${key}"]`).locator(`${f.tag} .status[data-mode="live"]`).first().waitFor({ timeout: LOAD_TIMEOUT_MS });
   }
 }
 
