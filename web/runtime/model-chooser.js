@@ -13,7 +13,6 @@ import { h } from '../widgets/dom.js';
 import { writeHash } from './state.js';
 import { megabytes } from '../widgets/format.js';
 
-
 // A download this large gets a warning where the screen is a phone's.
 const LARGE_ON_A_PHONE = 100e6;
 const onAPhone = () => globalThis.matchMedia?.('(pointer: coarse)').matches || (globalThis.innerWidth ?? 1000) < 700;
@@ -27,6 +26,8 @@ function addressWith(key, value) {
   return `${location.pathname}${location.search}${hash ? `#${hash}` : ''}`;
 }
 
+// The one place a page's model key changes (writeHash keeps it in every other link): the page
+// then reloads on it.
 function reloadOn(key, value) {
   history.replaceState(null, '', addressWith(key, value));
   location.reload();
@@ -36,9 +37,8 @@ function reloadOn(key, value) {
 // page does not move when this module fills it in).
 export const CHOOSER_SUMMARY = 'Run another BERT: from the Hugging Face hub or your computer';
 
-// Fills the page's <details id="model-chooser"> (root) with the chooser. `model`: describeModel()
-// of what the page runs now, or null.
-export function modelChooser(root, { model = null } = {}) {
+// Fills the page's <details id="model-chooser"> (root) with the chooser.
+export function modelChooser(root) {
   const choice = checkpointFromHash();
   const hub = hubFromAddress();
   const status = h('p.chooser-status', { role: 'status', 'aria-live': 'polite' });
@@ -137,7 +137,8 @@ export function modelChooser(root, { model = null } = {}) {
 
   const input = h('input', { type: 'text', id: 'hub-model', list: 'hub-suggestions', autocomplete: 'off', spellcheck: 'false', placeholder: HUB_SUGGESTIONS[0], value: choice?.id ? formatHubChoice(choice) : '' });
   const suggestions = h('datalist', { id: 'hub-suggestions' }, HUB_SUGGESTIONS.map((id) => h('option', { value: id })));
-  const running = model ? `This page runs ${model.name}.` : 'This page runs the model it ships with.';
+  const running = !choice ? 'This page runs the model it ships with.'
+    : choice.id ? `This page runs ${formatHubChoice(choice)} from the hub.` : 'This page runs a model opened from this computer.';
   const summary = root.querySelector('summary') ?? h('summary', { text: CHOOSER_SUMMARY });
   root.replaceChildren(summary,
     h('p', {}, `${running} Any BERT checkpoint with a masked-LM head fills every figure (one without it fills all but the predictions). The model is downloaded by your browser and runs there; nothing is sent anywhere.`),
