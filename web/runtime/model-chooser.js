@@ -109,7 +109,9 @@ export function modelChooser(root) {
     try {
       const [info, table] = await Promise.all([hubModelInfo(hub, asked), import('../engine/checkpoint.js').then((m) => m.checkpointTable())]);
       const files = checkpointFiles(info, table.files);
-      const list = files.files.map((f) => `${f.name} (${megabytes(f.size ?? 0)})`).join(', ');
+      // Small files in kB: "config.json (0.0 MB)" says nothing.
+      const size = (bytes) => (bytes < 1e5 ? `${Math.max(1, Math.round(bytes / 1e3))} kB` : megabytes(bytes));
+      const list = files.files.map((f) => `${f.name} (${size(f.size ?? 0)})`).join(', ');
       const large = files.bytes > LARGE_ON_A_PHONE && onAPhone();
       const id = formatHubChoice({ id: info.id, revision: info.commit });
       say('');
@@ -138,7 +140,7 @@ export function modelChooser(root) {
   const input = h('input', { type: 'text', id: 'hub-model', list: 'hub-suggestions', autocomplete: 'off', spellcheck: 'false', placeholder: HUB_SUGGESTIONS[0], value: choice?.id ? formatHubChoice(choice) : '' });
   const suggestions = h('datalist', { id: 'hub-suggestions' }, HUB_SUGGESTIONS.map((id) => h('option', { value: id })));
   const running = !choice ? 'This page runs the model it ships with.'
-    : choice.id ? `This page runs ${formatHubChoice(choice)} from the hub.` : 'This page runs a model opened from this computer.';
+    : choice.id ? `This page runs ${choice.id}${choice.revision === 'main' ? '' : ` at ${choice.revision.slice(0, 10)}`} from the hub.` : 'This page runs a model opened from this computer.';
   const summary = root.querySelector('summary') ?? h('summary', { text: CHOOSER_SUMMARY });
   root.replaceChildren(summary,
     h('p', {}, `${running} Any BERT checkpoint with a masked-LM head fills every figure (one without it fills all but the predictions). The model is downloaded by your browser and runs there; nothing is sent anywhere.`),
