@@ -87,7 +87,7 @@ async function checkPage(url, { ignore, ids = false } = {}) {
 }
 
 describe('static-site generators with the shipped integrations', { timeout: 600000 }, () => {
-  test('Hugo: the shortcode writes the script line once and every figure, which goes live under a strict policy', async () => {
+  test('Hugo: the shortcode writes the script line once and every figure, which goes live under a strict policy; the frame shortcode\u2019s iframe too', async () => {
     const site = join(scratch, 'hugo');
     mkdirSync(join(site, 'content'), { recursive: true });
     cpSync(join(integrations, 'hugo', 'layouts'), join(site, 'layouts'), { recursive: true });
@@ -105,8 +105,18 @@ describe('static-site generators with the shipped integrations', { timeout: 6000
     assert.throws(() => execFileSync('hugo', ['-s', site, '-d', join(site, 'public-bad')], { stdio: 'pipe' }),
       (error) => /has no parameter "sentense"/.test(`${error.stdout}${error.stderr}`));
     rmSync(join(site, 'content', 'bad.md'));
+    // The iframe route: a figure as a frame of embed.html, sized by the host's helper.
+    writeFileSync(join(site, 'content', 'framed.md'), `---\ntitle: "Framed"\n---\nSome prose.\n\n{{< attention-frame figure="row" sentence="${SENTENCE}" word="are" layer="2" head="3" id="framed" >}}\n`);
+    execFileSync('hugo', ['--quiet', '-s', site, '-d', join(site, 'public')], { stdio: 'pipe' });
     const base = await serveBuilt(join(site, 'public'));
     await checkPage(`${base}post/`, { ids: true });
+    const framedServer = await serve(join(site, 'public'), { cors: false, headers: { 'Content-Security-Policy': `${hostCsp(new URL(widgetsUrl).origin)}; frame-src ${new URL(widgetsUrl).origin}` } });
+    servers.push(framedServer);
+    const { page, context, check } = await openStrict(browser, `http://localhost:${framedServer.server.address().port}/framed/`);
+    assert.equal(await page.locator('iframe#framed').getAttribute('height'), String(FIGURES.row.frameHeight));
+    await page.frameLocator('iframe#framed').locator('attention-row .status[data-mode="live"]').waitFor({ timeout: LOAD_TIMEOUT_MS });
+    await check();
+    await context.close();
   });
 
   test('Jekyll: the include writes the script line once and every figure, which goes live under a strict policy', async () => {

@@ -62,3 +62,13 @@ test('a misspelt figure element is named with the nearest figure; figures and ot
   for (const tag of Object.values(figureTags)) assert.equal(unknownElementNote(tag), null, tag);
   assert.equal(unknownElementNote('my-widget'), null);
 });
+
+test('the Hugo frame shortcode knows every figure with the registry\u2019s frame height, and every attribute', () => {
+  const text = read('hugo/layouts/shortcodes/attention-frame.html');
+  const dict = /\$heights := dict ((?:"[^"]+" \d+ ?)+)/.exec(text)?.[1];
+  assert.ok(dict, 'no $heights dict in the frame shortcode');
+  const heights = Object.fromEntries([...dict.matchAll(/"([^"]+)" (\d+)/g)].map((m) => [m[1], Number(m[2])]));
+  assert.deepEqual(heights, Object.fromEntries(Object.entries(FIGURES).map(([key, f]) => [key, f.frameHeight])));
+  const names = [...(/\$names := slice ((?:"[^"]+" ?)+)/.exec(text)?.[1] ?? '').matchAll(/"([^"]+)"/g)].map((m) => m[1]).sort();
+  assert.deepEqual(names, attributeNames);
+});
