@@ -242,14 +242,18 @@ export async function startMockHub({ dir, log = false, canary = true, port = 0, 
     }
   }
 
+  // A CORS preflight (OPTIONS) answered 204 with the hub's headers: true when req was one.
+  function answeredPreflight(req, res, record) {
+    if (req.method !== 'OPTIONS') return false;
+    record.status = 204;
+    res.writeHead(204, preflightHeaders(req));
+    res.end();
+    return true;
+  }
+
   async function hubHandler(req, res) {
     const record = track('hub', req, res);
-    if (req.method === 'OPTIONS') {
-      record.status = 204;
-      res.writeHead(204, preflightHeaders(req));
-      res.end();
-      return;
-    }
+    if (answeredPreflight(req, res, record)) return;
     const url = new URL(req.url, 'http://hub.invalid');
     const parts = segments(url.pathname);
     if (!parts) return sendError(req, res, record, 400, 'BadRequest', 'Invalid URL');
@@ -318,12 +322,7 @@ export async function startMockHub({ dir, log = false, canary = true, port = 0, 
 
   async function cdnHandler(req, res) {
     const record = track('cdn', req, res);
-    if (req.method === 'OPTIONS') {
-      record.status = 204;
-      res.writeHead(204, preflightHeaders(req));
-      res.end();
-      return;
-    }
+    if (answeredPreflight(req, res, record)) return;
     const url = new URL(req.url, 'http://cdn.invalid');
     const parts = segments(url.pathname) ?? [];
     const found = parts.length === 5 && parts[0] === 'repos' ? objects.get(`${parts[3]}/${parts[4]}`) : null;
