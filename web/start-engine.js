@@ -9,7 +9,7 @@
 // a checkpoint the reader chose from its hash; the article also ?model= and ?model-src=
 // (<html data-model-from-address>).
 import { getEngine } from './engine/engine.js';
-import { checkpointFromHash } from './engine/hub.js';
+import { checkpointFromHash } from './engine/model_address.js';
 
 // The page's choice of model from its address (getEngine's options): a checkpoint named in the
 // hash (every page), else, on the article (<html data-model-from-address>), ?model=KEY (from the

@@ -19,14 +19,14 @@ export async function buildEmbed({ outfile = BUNDLE_PATH, helperOutfile = join(d
   await bundle(join(root, 'web', 'widgets', 'frame-host.js'), helperOutfile);
 }
 
-// The reader of Hugging Face checkpoints (web/engine/checkpoint.js and what only it imports) is
-// loaded only when a figure is given one (model-src="hf:..."), and then by the engine's worker,
+// The reader of Hugging Face checkpoints (web/engine/hub.js, checkpoint.js and what only they
+// import) is loaded only when a figure is given one (model-src="hf:..."), and then by the engine's worker,
 // which imports web/engine/ as it is: the bundle leaves it outside itself, imported by its
 // address beside dist/, instead of carrying its 40 kB for every figure.
 const lazyCheckpoint = {
   name: 'lazy-checkpoint',
   setup(build) {
-    build.onResolve({ filter: /^\.\/checkpoint\.js$/ }, (args) => (args.kind === 'dynamic-import' ? { path: '../engine/checkpoint.js', external: true } : undefined));
+    build.onResolve({ filter: /^\.\/(checkpoint|hub)\.js$/ }, (args) => (args.kind === 'dynamic-import' ? { path: `../engine/${args.path.slice(2)}`, external: true } : undefined));
   },
 };
 

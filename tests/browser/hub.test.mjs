@@ -178,7 +178,7 @@ test('a hostile checkpoint is refused on the page by name, runs nothing, caches 
 
 test('?hub= names only this machine: any other address leaves the page on the public hub', async () => {
   const { page, context } = await site.open('index.html?hub=https%3A%2F%2Fevil.example');
-  const hubUsed = await page.evaluate(async () => (await import('/engine/hub.js')).hubFromAddress());
+  const hubUsed = await page.evaluate(async () => (await import('/engine/model_address.js')).hubFromAddress());
   assert.equal(hubUsed, 'https://huggingface.co');
   await context.close();
 });

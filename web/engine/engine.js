@@ -17,6 +17,7 @@
 //   local.js     the in-thread engine (AttentionEngine, createEngine), text limits, the memo
 //   protocol.js  the operations a host runs for a client: one table, used by the worker too
 //   client.js    the hosts (worker or this thread), EngineClient, the page's shared engines
+//   model_address.js  which model a page's address names (read at every page's start)
 //   hub.js, checkpoint.js, tensor_files.js: a Hugging Face checkpoint (from the hub or the
 //                reader's files) made into a model file, loaded only when one is chosen
 // The worker imports errors, files, local and protocol only; this facade keeps every import

@@ -3,65 +3,15 @@
 // file's size and SHA-256), which files a BERT needs, and their download into the engine's
 // worker, each checked before it is used (LFS files by their SHA-256, the small files by their
 // git blob id) and kept in the Cache API by repository and commit once the whole checkpoint is
-// here and checked (and taken out again if the engine refuses the model). The hub's address is a setting: the public hub by default, or, for tests, a server on
-// this machine named by the page's ?hub= (hubFromAddress). Used by the page (the chooser asks
-// for the listing to say what it will download) and by the worker (createEngine's checkpoint
-// option, in ./local.js). No DOM here.
+// here and checked (and taken out again if the engine refuses the model). The hub's address
+// comes from ./model_address.js (the public hub, or for tests a server on this machine). Used by
+// the page's chooser (the listing, to say what it will download) and by the worker
+// (createEngine's checkpoint option, in ./local.js), which import it only then. No DOM here.
 import { EngineError } from './errors.js';
 import { fetchVerified, hex, MAX_MODEL_FILE_BYTES, openCache } from './files.js';
+import { parseHubChoice } from './model_address.js';
 
-export const DEFAULT_HUB = 'https://huggingface.co';
-
-// The model key of a page's hash: a checkpoint on the hub (hf=ID or ID@COMMIT) or one the reader
-// opened from their computer and this browser keeps (local=KEY). Every page reads it
-// (start-engine.js, modelChoice), and the one writer of history (runtime/state.js) keeps it.
-export const MODEL_HASH_KEYS = Object.freeze(['hf', 'local']);
-
-// The repositories the chooser suggests: Google's bert-mini in its three uploads, the tiny one,
-// and bert-base in both cases (440 MB: the chooser warns on a phone).
-export const HUB_SUGGESTIONS = Object.freeze([
-  'prajjwal1/bert-mini', 'google/bert_uncased_L-4_H-256_A-4', 'gaunernst/bert-mini-uncased',
-  'prajjwal1/bert-tiny', 'bert-base-uncased', 'bert-base-cased',
-]);
-
-// This machine's names, the only hubs a page's address may name (tests).
-export const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 const isCommit = (revision) => /^[0-9a-f]{40}$/.test(revision ?? '');
-
-// The hub a page talks to: ?hub=URL only where it names this machine (the tests' mock hub);
-// anything else is the public hub, so that a link cannot send a reader's browser elsewhere.
-export function hubFromAddress(search = globalThis.location?.search ?? '') {
-  const given = new URLSearchParams(search).get('hub');
-  if (!given) return DEFAULT_HUB;
-  try {
-    const url = new URL(given);
-    if ((url.protocol === 'http:' || url.protocol === 'https:') && LOOPBACK_HOSTS.has(url.hostname)) return url.origin;
-  } catch {
-    // Not an address: the public hub.
-  }
-  return DEFAULT_HUB;
-}
-
-// The checkpoint a page's hash names (MODEL_HASH_KEYS): {hub, id, revision} for hf=, {local}
-// for local=, or null.
-export function checkpointFromHash(hash = globalThis.location?.hash ?? '', search = globalThis.location?.search ?? '') {
-  const params = new URLSearchParams(String(hash).replace(/^#/, ''));
-  const hf = parseHubChoice(params.get('hf'));
-  if (hf) return { hub: hubFromAddress(search), ...hf };
-  const local = params.get('local');
-  return local && /^[0-9a-f]{16,64}$/.test(local) ? { local } : null;
-}
-
-// A repository id with an optional revision, 'owner/name' or 'owner/name@revision' (a legacy
-// id such as 'bert-base-uncased' has no owner): {id, revision} or null. Read as data: only the
-// characters the hub allows in ids and git in revisions, no '..'.
-export function parseHubChoice(text) {
-  const match = /^([A-Za-z0-9][\w.-]{0,95}(?:\/[A-Za-z0-9][\w.-]{0,95})?)(?:@([\w.\/-]{1,100}))?$/.exec(String(text ?? '').trim());
-  if (!match || match[0].includes('..')) return null;
-  return { id: match[1], revision: match[2] ?? 'main' };
-}
-
-export const formatHubChoice = ({ id, revision }) => (revision && revision !== 'main' ? `${id}@${revision}` : id);
 
 const encodePath = (text) => text.split('/').map(encodeURIComponent).join('/');
 export const resolveUrl = (hub, id, commit, file) => `${hub}/${encodePath(id)}/resolve/${commit}/${encodePath(file)}`;

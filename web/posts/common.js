@@ -8,7 +8,7 @@ import { loadSetStatistics } from '../engine/sets.js';
 import { DEFAULT_MANIFEST_URL, loadManifest, startBytes } from '../engine/engine.js';
 import { keepForOffline } from '../offline.js';
 import { EngineSession, ViewLoop } from '../runtime/session.js';
-import { checkpointFromHash } from '../engine/hub.js';
+import { checkpointFromHash } from '../engine/model_address.js';
 import { pinChosenCommit, wireModelChooser } from '../runtime/model-chooser.js';
 import { readHash, writeHash } from '../runtime/state.js';
 import { refuseLongPastes, textRefusal } from '../widgets/sentence-box.js';

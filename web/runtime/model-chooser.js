@@ -8,10 +8,17 @@
 // it: the choice is in the hash (hf=ID@COMMIT, or local=KEY for files from this computer), with
 // the rest of the page's state, so a permalink reopens it. All text goes in as text nodes.
 import { loadEngine } from '../engine/engine.js';
-import { checkpointFiles, checkpointFromHash, formatHubChoice, HUB_SUGGESTIONS, hubFromAddress, hubModelInfo, MODEL_HASH_KEYS, parseHubChoice } from '../engine/hub.js';
+import { checkpointFromHash, formatHubChoice, hubFromAddress, MODEL_HASH_KEYS, parseHubChoice } from '../engine/model_address.js';
 import { h } from '../widgets/dom.js';
 import { writeHash } from './state.js';
 import { megabytes } from '../widgets/format.js';
+
+// The repositories the chooser suggests: Google's bert-mini in its three uploads, the tiny one,
+// and bert-base in both cases (440 MB: the chooser warns on a phone).
+export const HUB_SUGGESTIONS = Object.freeze([
+  'prajjwal1/bert-mini', 'google/bert_uncased_L-4_H-256_A-4', 'gaunernst/bert-mini-uncased',
+  'prajjwal1/bert-tiny', 'bert-base-uncased', 'bert-base-cased',
+]);
 
 // A download this large gets a warning where the screen is a phone's.
 const LARGE_ON_A_PHONE = 100e6;
@@ -107,7 +114,9 @@ export function modelChooser(root) {
     }
     say(`Asking the hub about ${asked.id}\u2026`, 'loading');
     try {
-      const [info, table] = await Promise.all([hubModelInfo(hub, asked), import('../engine/checkpoint.js').then((m) => m.checkpointTable())]);
+      // The hub's client and the checkpoint table load only now, when a repository is looked up.
+      const [{ checkpointFiles, hubModelInfo }, { checkpointTable }] = await Promise.all([import('../engine/hub.js'), import('../engine/checkpoint.js')]);
+      const [info, table] = await Promise.all([hubModelInfo(hub, asked), checkpointTable()]);
       const files = checkpointFiles(info, table.files);
       // Small files in kB: "config.json (0.0 MB)" says nothing.
       const size = (bytes) => (bytes < 1e5 ? `${Math.max(1, Math.round(bytes / 1e3))} kB` : megabytes(bytes));

@@ -5,7 +5,7 @@
 // stop here (they never reach a host page's state) and live in the driver, not in the
 // attributes; once drawn, the figure tells the host with an attention-change event.
 import { DEFAULT_MANIFEST_URL } from '../engine/engine.js';
-import { checkpointFromHash, DEFAULT_HUB, hubFromAddress, LOOPBACK_HOSTS, parseHubChoice } from '../engine/hub.js';
+import { checkpointFromHash, DEFAULT_HUB, hubFromAddress, LOOPBACK_HOSTS, parseHubChoice } from '../engine/model_address.js';
 import { DEFAULT_WORD_TEXT, PAIR_PRESETS, PRESETS } from '../content.js';
 import { AttentionFigure, ATTRIBUTES, EVENTS } from '../widgets/base.js';
 import { describeModel, resolveAttributes } from '../widgets/data.js';

@@ -3,7 +3,7 @@
 import { MAX_TEXT_CHARS } from '../engine/engine.js';
 import { PAIR_PRESETS, PRESETS } from '../content.js';
 import { DEFAULT_LENS, isLens } from '../engine/lenses.js';
-import { MODEL_HASH_KEYS } from '../engine/hub.js';
+import { MODEL_HASH_KEYS } from '../engine/model_address.js';
 
 // The article's state: which sentence, which token's row, which layer and head, whether [CLS]
 // and [SEP] are shown, which figure the reader last used, and whether the live engine drives
