@@ -4,8 +4,10 @@
 // and the engine hold once the page has settled, and the same after the reader has scrolled to
 // the bottom. Figures start when they come near the viewport (web/runtime/standalone.js, NEAR),
 // so the first numbers are those of the screenful, not of the whole page.
-// Memory: the page's JS heap (Chromium's Performance.getMetrics, JSHeapUsedSize) and the engine's
-// (memoryInfo: the wasm heap in its worker and the client's memo of results).
+// Memory: the page's JS heap and DOM nodes (Chromium's Performance.getMetrics, JSHeapUsedSize and
+// Nodes) and the engine's (memoryInfo: the wasm heap in its worker and the client's memo of
+// results). Figures the reader has scrolled far past let go of their analysis and drawing
+// (standalone.js, FAR): "released".
 // A benchmark, not a test: the host's other load moves the times.
 // Needs the assembled site (node scripts/site/build_site.mjs).
 // Usage: node scripts/bench/bench_figures.mjs [--figures 200]
@@ -35,14 +37,18 @@ const mb = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
 async function state() {
   const { metrics } = await cdp.send('Performance.getMetrics');
   const heap = metrics.find((m) => m.name === 'JSHeapUsedSize')?.value ?? 0;
+  const nodes = metrics.find((m) => m.name === 'Nodes')?.value ?? 0;
   const engine = await page.evaluate(async (url) => {
     const { getEngine } = await import(url);
     const e = await getEngine();
     const info = await e.memoryInfo();
     return { analyses: e._memo.size, wasm: info.heap_bytes, memo: info.memo_bytes };
   }, bundle);
-  const live = await page.evaluate(() => [...document.querySelectorAll('attention-row')].filter((el) => el.view?.mode === 'live').length);
-  return { heap, live, ...engine };
+  const { live, released } = await page.evaluate(() => {
+    const all = [...document.querySelectorAll('attention-row')];
+    return { live: all.filter((el) => el.view?.mode === 'live').length, released: all.filter((el) => el.view?.released).length };
+  });
+  return { heap, nodes, live, released, ...engine };
 }
 
 const t0 = Date.now();
@@ -64,8 +70,9 @@ await page.waitForTimeout(2000);
 const scrolled = await state();
 console.log(`bench_figures: ${count} figures on one host page, 1280 x 900, Chromium headless`);
 console.log(`  first figure live: ${(firstLive / 1000).toFixed(2)} s after navigation`);
-console.log(`  settled, no scroll: ${settled.live} figures live, ${settled.analyses} analyses; page JS heap ${mb(settled.heap)}, engine wasm heap ${mb(settled.wasm)}, memo ${mb(settled.memo)}`);
-console.log(`  scrolled to the bottom (${(scrolledMs / 1000).toFixed(1)} s): ${scrolled.live} figures live, ${scrolled.analyses} analyses; page JS heap ${mb(scrolled.heap)}, engine wasm heap ${mb(scrolled.wasm)}, memo ${mb(scrolled.memo)}`);
+const line = (s) => `${s.live} figures live, ${s.released} released, ${s.analyses} analyses; page JS heap ${mb(s.heap)}, ${s.nodes} DOM nodes, engine wasm heap ${mb(s.wasm)}, memo ${mb(s.memo)}`;
+console.log(`  settled, no scroll: ${line(settled)}`);
+console.log(`  scrolled to the bottom (${(scrolledMs / 1000).toFixed(1)} s): ${line(scrolled)}`);
 await browser.close();
 site.close();
 host.close();

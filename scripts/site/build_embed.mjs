@@ -3,11 +3,12 @@
 // models from its own URL, so it must stay one folder below web/ (next to engine/ and models/).
 // Usage: node scripts/site/build_embed.mjs   (scripts/site/build_site.mjs runs it)
 import { build } from 'esbuild';
-import { statSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { WIDGETS_BANNER } from './licence_banners.mjs';
+import { hostReserveCss } from '../../web/widgets/registry.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BUNDLE_PATH = join(root, 'web', 'dist', 'attention-widgets.js');
@@ -17,7 +18,16 @@ export const BUNDLE_PATH = join(root, 'web', 'dist', 'attention-widgets.js');
 export async function buildEmbed({ outfile = BUNDLE_PATH, helperOutfile = join(dirname(outfile), 'attention-frames.js') } = {}) {
   await bundle(join(root, 'web', 'embed-bundle.js'), outfile, { plugins: [lazyCheckpoint] });
   await bundle(join(root, 'web', 'widgets', 'frame-host.js'), helperOutfile);
+  writeFileSync(join(dirname(outfile), RESERVES_FILE), reservesCss());
 }
+
+// The lines a host's stylesheet takes for the time before the bundle has run (README, "No jump
+// when figures go live"), beside the bundle: an author copies them, or links the file.
+export const RESERVES_FILE = 'attention-reserves.css';
+export const reservesCss = () => `/* The attention widgets' reserves: the height each figure takes once live, by the width of its
+   column (web/widgets/registry.js, measured by scripts/site/measure_reserves.mjs), for a host
+   page's stylesheet. Each figure's parent becomes a container for its width. */
+${hostReserveCss()}`;
 
 // The reader of Hugging Face checkpoints (web/engine/hub.js, checkpoint.js and what only they
 // import) is loaded only when a figure is given one (model-src="hf:..."), and then by the engine's worker,

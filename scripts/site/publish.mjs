@@ -7,7 +7,7 @@
 //                manifest's site list: the pages' minified bundles in app/, the engine's modules,
 //                styles, the precomputed examples, the set statistics), the set statistics' words
 //                and the lenses post's per-target file (downloads on request) and the service worker that keeps them for reading offline
-// The folder holds: dist/attention-widgets.js; engine/ attention_engine.js, attention_engine.wasm,
+// The folder holds: dist/attention-widgets.js and dist/attention-reserves.css; engine/ attention_engine.js, attention_engine.wasm,
 // attention_engine.relaxed.wasm (for browsers with relaxed SIMD)
 // and the worker's modules (worker.js, errors.js, files.js, local.js, protocol.js, result.js: the
 // bundle holds the page's side); models/manifest.json (only the models published), the
@@ -22,6 +22,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync,
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { RESERVES_FILE } from './build_embed.mjs';
 import { COMPRESSIBLE, writeCompressed } from './compress.mjs';
 import { HOST_HEADERS } from './http_policy.mjs';
 
@@ -75,7 +76,8 @@ const mb = (bytes) => `${(bytes / 1e6).toFixed(bytes < 1e6 ? 3 : 1)} MB`;
 // (the relaxed-SIMD wasm, which a browser that runs it fetches instead of the plain one),
 // 'shards' (rows fetched as sentences need them), 'all-rows' (every row in one file, for the
 // figures that predict), 'frame' (the iframe form only), 'precision', 'site' (the article and
-// the posts).
+// the posts), 'host' (the reserves' lines for a host's own stylesheet, which it copies or links;
+// README, "No jump when figures go live").
 export function publish({ out, precision = false, site = false, quiet = false } = {}) {
   if (!out) throw new Error('publish: --out DIR is required');
   out = resolve(out);
@@ -116,6 +118,7 @@ export function publish({ out, precision = false, site = false, quiet = false } 
     models[p.shipped] ??= manifest.models[p.shipped];
   }
   for (const path of FRAME_FILES) add(path, 'frame');
+  add(`dist/${RESERVES_FILE}`, 'host');
   if (site) {
     if (!manifest.site) throw new Error('publish: the manifest has no site list; run node scripts/site/build_site.mjs first');
     for (const { path } of manifest.site.files) add(path, 'site');

@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { hostCsp, launchChromium, openStrict as openPage, serve, startHost, STRICT_CSP, waitReady } from './harness.mjs';
+import { figureLive, hostCsp, launchChromium, openStrict as openPage, serve, startHost, STRICT_CSP, waitReady } from './harness.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
@@ -130,7 +130,8 @@ describe('a strict Content-Security-Policy', { timeout: 400000 }, () => {
 
   test('the embed demo on a second origin, with the README\u2019s lines for the widgets\u2019 origin', async () => {
     const { page, context, check } = await openStrict(`${hostUrl}embed-demo.html?from=${encodeURIComponent(siteUrl)}`);
-    for (const id of ['#row', '#heads', '#compare']) await page.locator(`${id} .status[data-mode="live"]`).waitFor({ timeout: LOAD_TIMEOUT_MS });
+    // Read down to each, as a reader scrolls: embedded figures start when they come near the screen.
+    for (const id of ['#row', '#heads', '#compare']) await figureLive(page, id, LOAD_TIMEOUT_MS);
     const thread = await page.evaluate(async (bundle) => (await (await import(bundle)).getEngine()).thread, `${siteUrl}dist/attention-widgets.js`);
     assert.equal(thread, 'worker');
     await assertStyled(page, '#row');

@@ -88,10 +88,15 @@ async function openPage(url, { colorScheme = 'light' } = {}) {
 
 const live = (page, selector) => figureLive(page, selector, LOAD_TIMEOUT_MS);
 const background = (page, selector) => page.locator(selector).evaluate((el) => getComputedStyle(el).backgroundColor);
-const shown = (page, selector) => page.locator(`${selector} table.bars`).first().evaluate((t) => ({
-  layer: Number(t.dataset.layer), head: Number(t.dataset.head), token: Number(t.dataset.token), sentence: t.dataset.sentence,
-  values: [...t.querySelectorAll('tbody tr')].map((tr) => Number(tr.dataset.value)),
-}));
+// A figure scrolled past lets go of its drawing until it is near again (web/runtime/standalone.js,
+// FAR): what it shows is read with it on screen, as a reader sees it.
+async function shown(page, selector) {
+  await live(page, selector);
+  return page.locator(`${selector} table.bars`).first().evaluate((t) => ({
+    layer: Number(t.dataset.layer), head: Number(t.dataset.head), token: Number(t.dataset.token), sentence: t.dataset.sentence,
+    values: [...t.querySelectorAll('tbody tr')].map((tr) => Number(tr.dataset.value)),
+  }));
+}
 async function tokensOf(page, sentence) {
   return page.evaluate(async ([bundle, text]) => {
     const { getEngine } = await import(bundle);
@@ -242,6 +247,7 @@ describe('embedding as an author', () => {
       assert.ok(said.replace(/[\u201c\u201d]/g, '"').includes(attr), `${said} does not name ${attr}`);
     }
     // A note is visible text, not covering the figure: the chart is still there below it.
+    await live(page, '#layer9');
     const [noteBox, chartBox] = [await page.locator('#layer9 .notes').boundingBox(), await page.locator('#layer9 table.bars').boundingBox()];
     assert.ok(noteBox.height > 0 && noteBox.y + noteBox.height <= chartBox.y);
     // Fixing the attribute clears the note.

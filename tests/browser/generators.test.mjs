@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { figureLive, hostCsp, launchChromium, openStrict, serve } from './harness.mjs';
+import { figureLive, hostCsp, launchChromium, openStrict, recordShifts, serve, sessionCls } from './harness.mjs';
 import { publish } from '../../scripts/site/publish.mjs';
 import { FIGURES } from '../../web/widgets/registry.js';
 
@@ -62,9 +62,15 @@ async function serveBuilt(folder) {
   return `http://localhost:${server.server.address().port}/`;
 }
 
-// Every figure of the page goes live, and the policy check passes.
+// The blog's stylesheet: its column, 486 px wide (a sidebar theme's; security review 4), and the
+// reserves an author copies from the published folder (README, "No jump when figures go live").
+const GOOD_CLS = 0.1;
+const siteCss = (column) => `${column} { max-width: 486px; }\n${readFileSync(join(scratch, 'widgets', 'dist', 'attention-reserves.css'), 'utf8')}`;
+
+// Every figure of the page goes live, and the policy check passes; the page, 4000 px tall at
+// 1280 px so that every figure is in view at once, moves by a CLS under GOOD_CLS while they load.
 async function checkPage(url, { ignore, ids = false } = {}) {
-  const { page, context, check } = await openStrict(browser, url, { ignore });
+  const { page, context, check } = await openStrict(browser, url, { ignore, height: 4000, init: [recordShifts] });
   if (ids) {
     const found = await page.evaluate((keys) => keys.filter((key) => document.getElementById(`fig-${key}`)), POST_FIGURES.map((f) => f.key));
     assert.deepEqual(found, POST_FIGURES.map((f) => f.key), 'every figure carries the id its author gave');
@@ -82,6 +88,12 @@ async function checkPage(url, { ignore, ids = false } = {}) {
   }
   const sentences = await page.evaluate(() => [...document.querySelectorAll('attention-row[sentence], attention-heads[sentence]')].map((el) => el.selection?.sentence));
   assert.deepEqual(sentences, [SENTENCE, SENTENCE], 'the figures analyse the sentence the post gave them');
+  await page.waitForTimeout(1500);
+  const shifts = (await page.evaluate(() => window.__shifts)).filter((shift) => !shift.input);
+  const cls = sessionCls(shifts);
+  console.log(`${url}: CLS ${cls.toFixed(4)} with every figure in view in a 486 px column (${shifts.length} shifts)`);
+  for (const shift of shifts.filter((x) => x.value >= 0.001)) console.log(`  ${Math.round(shift.time)} ms: ${shift.value.toFixed(4)} \u2014 ${shift.sources.join('; ')}`);
+  assert.ok(cls < GOOD_CLS, `${url}: CLS ${cls.toFixed(4)}, not under ${GOOD_CLS}`);
   await check();
   await context.close();
 }
@@ -92,7 +104,9 @@ describe('static-site generators with the shipped integrations', { timeout: 6000
     mkdirSync(join(site, 'content'), { recursive: true });
     cpSync(join(integrations, 'hugo', 'layouts'), join(site, 'layouts'), { recursive: true });
     mkdirSync(join(site, 'layouts', '_default'), { recursive: true });
-    const layout = '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{{ .Title }}</title></head><body><main>{{ .Content }}</main></body></html>\n';
+    const layout = '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{{ .Title }}</title><link rel="stylesheet" href="/site.css"></head><body><main>{{ .Content }}</main></body></html>\n';
+    mkdirSync(join(site, 'static'), { recursive: true });
+    writeFileSync(join(site, 'static', 'site.css'), siteCss('main'));
     writeFileSync(join(site, 'layouts', '_default', 'single.html'), layout);
     writeFileSync(join(site, 'layouts', '_default', 'list.html'), layout);
     // The site's address without its trailing slash: the shortcode adds it.
@@ -123,7 +137,8 @@ describe('static-site generators with the shipped integrations', { timeout: 6000
     const site = join(scratch, 'jekyll');
     mkdirSync(join(site, '_layouts'), { recursive: true });
     cpSync(join(integrations, 'jekyll', '_includes'), join(site, '_includes'), { recursive: true });
-    writeFileSync(join(site, '_layouts', 'default.html'), '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{{ page.title }}</title></head><body><main>{{ content }}</main></body></html>\n');
+    writeFileSync(join(site, '_layouts', 'default.html'), '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{{ page.title }}</title><link rel="stylesheet" href="/site.css"></head><body><main>{{ content }}</main></body></html>\n');
+    writeFileSync(join(site, 'site.css'), siteCss('main'));
     writeFileSync(join(site, '_config.yml'), `title: A blog\nattention_widgets: ${widgetsUrl.replace(/\/$/, '')}\n`);
     const includes = POST_FIGURES.map(({ key, sentence, word }) => `{% include attention.html figure="${key}" sentence="${sentence}" word="${word}" id="fig-${key}" fallback="Figure ${key}, live once the model loads." %}`).join('\n\n');
     // An unknown figure and a misspelt parameter: said at build time (a comment) and by the
@@ -143,7 +158,8 @@ describe('static-site generators with the shipped integrations', { timeout: 6000
     const site = join(scratch, 'mkdocs');
     mkdirSync(join(site, 'docs'), { recursive: true });
     cpSync(join(integrations, 'mkdocs', 'overrides'), join(site, 'overrides'), { recursive: true });
-    writeFileSync(join(site, 'mkdocs.yml'), `site_name: A blog\ntheme:\n  name: mkdocs\n  custom_dir: overrides\n  highlightjs: false\nextra:\n  attention_widgets: ${widgetsUrl}\n`);
+    writeFileSync(join(site, 'mkdocs.yml'), `site_name: A blog\ntheme:\n  name: mkdocs\n  custom_dir: overrides\n  highlightjs: false\nextra_css: [site.css]\nextra:\n  attention_widgets: ${widgetsUrl}\n`);
+    writeFileSync(join(site, 'docs', 'site.css'), siteCss('[role="main"]'));
     const elements = POST_FIGURES.map(({ key, sentence, word }) => `<${FIGURES[key].tag} sentence="${sentence}" word="${word}"></${FIGURES[key].tag}>`).join('\n\n');
     writeFileSync(join(site, 'docs', 'index.md'), `# A post\n\nSome prose.\n\n${elements}\n`);
     execFileSync('mkdocs', ['build', '-q', '-f', join(site, 'mkdocs.yml'), '-d', join(site, 'out')], { stdio: 'pipe' });

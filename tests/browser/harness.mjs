@@ -231,10 +231,12 @@ export const hostCsp = (widgets) => `default-src 'self'; script-src 'self' ${wid
 // page errors.
 // ignore(line): true for a violation that is the host's own (a site generator's theme with inline
 // scripts), which the check leaves out.
-export async function openStrict(browser, url, { width = 1280, height = 900, ignore = () => false } = {}) {
+// init: functions run before the page's own scripts (page.addInitScript), e.g. recordShifts.
+export async function openStrict(browser, url, { width = 1280, height = 900, ignore = () => false, init = [] } = {}) {
   const context = await browser.newContext({ viewport: { width, height } });
   const page = await context.newPage();
   const problems = [];
+  for (const script of init) await page.addInitScript(script);
   await page.addInitScript(() => {
     document.addEventListener('securitypolicyviolation', (event) => {
       (globalThis.__violations ??= []).push(`${event.violatedDirective} blocked ${event.blockedURI || 'inline'} (${event.sourceFile}:${event.lineNumber})`);
@@ -254,4 +256,45 @@ export async function openStrict(browser, url, { width = 1280, height = 900, ign
     assert.deepEqual([...problems, ...violations].filter((line) => !ignore(line)), [], `${url}: policy violations or errors`);
   };
   return { page, context, check };
+}
+
+// Layout shifts (tests/browser/layout_shift.test.mjs, generators.test.mjs).
+// Registered before any of the page's scripts run: every shift, with a name for what moved.
+export function recordShifts() {
+  window.__shifts = [];
+  const describeNode = (node) => {
+    if (!node) return '?';
+    const el = node.nodeType === 1 ? node : node.parentElement;
+    if (!el) return node.nodeName;
+    const host = el.getRootNode()?.host;
+    const name = `${el.localName}${el.id ? `#${el.id}` : ''}${typeof el.className === 'string' && el.className ? `.${el.className.trim().split(/\s+/).join('.')}` : ''}`;
+    return host ? `${host.localName}${host.id ? `#${host.id}` : ''} > ${name}` : name;
+  };
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      window.__shifts.push({
+        value: entry.value, time: entry.startTime, input: entry.hadRecentInput,
+        sources: entry.sources.map((s) => `${describeNode(s.node)} y ${Math.round(s.previousRect.y)}\u2192${Math.round(s.currentRect.y)}, h ${Math.round(s.previousRect.height)}\u2192${Math.round(s.currentRect.height)}`),
+      });
+    }
+  }).observe({ type: 'layout-shift', buffered: true });
+}
+
+// CLS as Chrome reports it: the largest sum of a session window (shifts under 1 s apart, the
+// window at most 5 s long).
+export function sessionCls(shifts) {
+  let best = 0;
+  let sum = 0;
+  let start = -Infinity;
+  let last = -Infinity;
+  for (const s of shifts) {
+    if (s.time - last > 1000 || s.time - start > 5000) {
+      sum = 0;
+      start = s.time;
+    }
+    sum += s.value;
+    last = s.time;
+    best = Math.max(best, sum);
+  }
+  return best;
 }

@@ -445,23 +445,59 @@ test('scrolling boxes take the focus and have a name; a redrawn slot gives the f
   outside.remove();
 });
 
-test('every figure that waits for the model reserves its height until it has drawn, and the README gives hosts the same lines', async () => {
+test('every figure that waits for the model reserves its height by its column\u2019s width until it has drawn, and the README\u2019s lines are the published file\u2019s', async () => {
   const { readFileSync } = await import('node:fs');
-  const { reserveCss } = await import('../../web/widgets/registry.js');
+  const { hostReserveCss, reserveHeight, compressReserve, RESERVE_STEP } = await import('../../web/widgets/registry.js');
+  const { reservesCss } = await import('../../scripts/site/build_embed.mjs');
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-  const block = Object.values(FIGURES).map((f) => reserveCss(f.reserve, f.tag)).join('');
-  assert.ok(readme.includes(`\`\`\`\n${block}\`\`\``), 'the README\u2019s reserve lines differ from the registry\u2019s');
+  const css = hostReserveCss();
+  assert.ok(reservesCss().endsWith(css), 'dist/attention-reserves.css holds the registry\u2019s lines');
+  // The README's excerpt: its lines are the file's, in the file's order.
+  const block = readme.match(/```\n(:has\([^\n]*\n(?:[^`][^\n]*\n)*)```/)?.[1];
+  assert.ok(block, 'the README shows the reserves\u2019 lines');
+  const lines = css.split('\n');
+  let at = -1;
+  for (const line of block.trim().split('\n')) {
+    const found = line.includes('...') ? lines.findIndex((l) => l.startsWith(line.slice(0, line.indexOf('...')))) : lines.indexOf(line);
+    assert.ok(found > at, `README line not in the published reserves, or out of order: ${line}`);
+    at = found;
+  }
+  assert.match(css, /^:has\(> attention-instrument, > attention-row, [^)]*> attention-pair\) \{ container-type: inline-size; \}\n/);
   for (const [key, f] of Object.entries(FIGURES)) {
     if (key === 'softmax') continue;
-    assert.ok(f.reserve?.wide > 0 && f.reserve?.narrow >= f.reserve.wide, `${key}: a reserve, taller when narrow`);
-    assert.ok(Number.isInteger(f.frameHeight) && f.frameHeight > f.reserve.wide, `${key}: the frame holds the figure and the frame's margins`);
+    // Rows by increasing width, each differing from the one before by more than the step.
+    assert.ok(f.reserve.length >= 2, `${key}: a reserve of rows by width`);
+    assert.deepEqual(compressReserve(f.reserve), f.reserve, `${key}: no row within ${RESERVE_STEP} of the one before`);
+    for (let i = 1; i < f.reserve.length; ++i) assert.ok(f.reserve[i][0] > f.reserve[i - 1][0], `${key}: widths increase`);
+    assert.equal(reserveHeight(f.reserve, 0), f.reserve[0][1]);
+    assert.equal(reserveHeight(f.reserve, f.reserve[1][0] - 1), f.reserve[0][1]);
+    assert.equal(reserveHeight(f.reserve, f.reserve[1][0]), f.reserve[1][1]);
+    assert.equal(reserveHeight(f.reserve, 5000), f.reserve.at(-1)[1]);
+    assert.ok(Number.isInteger(f.frameHeight) && f.frameHeight > 100, `${key}: a frame height`);
   }
   // A figure that waits for the model holds its reserve; once it has a result, it lets it go.
   const row = place(FIGURES.row.tag);
   assert.equal(row._reserving, true);
-  row.view = await exampleView();
+  const drawn = await exampleView();
+  row.view = drawn;
   assert.equal(row._reserving, false);
+  // Released (far from the viewport): no analysis, no drawing, its height kept; drawn again, its own.
+  row.getBoundingClientRect = () => ({ width: 600, height: 945.5 });
+  assert.equal(row.release(), true);
+  assert.equal(row.view.result, null);
+  assert.equal(row.view.released, true);
+  assert.match(row._heldCss, /height: 945\.5px !important/);
+  assert.equal(row.shadowRoot.querySelector('.rows-scroll'), null, 'the drawing is let go of');
+  assert.equal(row.release(), false, 'nothing left to let go of');
+  row.view = drawn;
+  assert.equal(row._heldCss, '');
+  assert.ok(row.shadowRoot.querySelector('.rows-scroll'), 'drawn again');
   row.remove();
+  // A figure holding what the reader asked it to compute keeps it.
+  const prediction = place(FIGURES.prediction.tag);
+  prediction.view = await exampleView();
+  assert.equal(prediction.release(), false);
+  prediction.remove();
 });
 
 test('counts are grouped by thousands exactly as Intl (en-US) groups them, without calling it for integers', async () => {

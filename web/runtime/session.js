@@ -153,6 +153,11 @@ export class ViewLoop {
   isNewest(view) {
     return this._latest.current(this._tickets.get(view));
   }
+
+  // Lets go of the last live result (a figure far from the viewport: StandaloneDriver.release).
+  forget() {
+    this.live = null;
+  }
 }
 
 // Two sentences read through the same head, for a figure that compares them (<attention-pair>):
@@ -185,5 +190,11 @@ export class PairLoop {
   isNewest(view) {
     const last = this._last;
     return Boolean(last) && view === last.view && this.first.isNewest(last.first) && this.second.isNewest(last.second);
+  }
+
+  forget() {
+    this.first.forget();
+    this.second.forget();
+    this._last = null;
   }
 }

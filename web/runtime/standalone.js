@@ -97,6 +97,23 @@ function whenNear(figure, start) {
   nearObserver.observe(figure);
 }
 
+// A drawn figure that goes further than FAR from the viewport lets go of its analysis and its
+// drawing (AttentionFigure.release: it keeps its height), and starts again, as at first, when it
+// comes within NEAR: a page of 200 figures holds those near the reader, not every one the reader
+// has scrolled past. One observer for every started figure; between NEAR and FAR a figure
+// neither starts nor lets go, so one at the edge does not flicker.
+export const FAR = '400% 0px';
+const farHandlers = new WeakMap();  // figure -> its driver's release
+let farObserver = null;
+function watchFar(figure, release) {
+  if (typeof IntersectionObserver !== 'function') return;
+  farObserver ??= new IntersectionObserver((entries) => {
+    for (const entry of entries) if (!entry.isIntersecting) farHandlers.get(entry.target)?.();
+  }, { rootMargin: FAR });
+  farHandlers.set(figure, release);
+  farObserver.observe(figure);
+}
+
 class StandaloneDriver {
   constructor(figure) {
     this.figure = figure;
@@ -106,6 +123,7 @@ class StandaloneDriver {
     this.refused = null;  // an address attribute refused before any download: {message, kind}
     this.session = null;
     this.loop = null;
+    this.released = false;  // let go of its analysis and drawing, far from the viewport
     figure.addEventListener(EVENTS.select, (event) => {
       event.stopPropagation();
       this.choose(event.detail);
@@ -118,8 +136,27 @@ class StandaloneDriver {
     // starts when it comes near the viewport; on the site's own pages, whose few figures a post
     // places itself, at once.
     // (The iframe page, one figure in its own frame, starts at once.)
-    if (AttentionFigure.embedded && globalThis.top === globalThis.self) whenNear(figure, () => this.load());
-    else this.load();
+    this.lazy = AttentionFigure.embedded && globalThis.top === globalThis.self;
+    if (this.lazy) {
+      whenNear(figure, () => {
+        this.load();
+        watchFar(figure, () => this.release());
+      });
+    } else this.load();
+  }
+
+  // Far from the viewport: the figure lets go of its drawing and analysis, and this driver of its
+  // last result; it is drawn again, with the reader's choices, when it comes near.
+  release() {
+    if (this.released || !this.figure.release()) return;
+    this.released = true;
+    this.loop?.forget();
+    whenNear(this.figure, () => this.comeBack());
+  }
+
+  comeBack() {
+    this.released = false;
+    this.refresh();
   }
 
   get engine() {
@@ -128,10 +165,18 @@ class StandaloneDriver {
 
   close() {
     this.session?.close();
+    farObserver?.unobserve(this.figure);
+    if (this.released) {
+      nearObserver?.unobserve(this.figure);
+      starters.delete(this.figure);
+    }
   }
 
+  // Back on the page after close(): watched again.
   resume() {
     this.session?.resume();
+    if (this.lazy && this.loop) watchFar(this.figure, () => this.release());
+    if (this.released) whenNear(this.figure, () => this.comeBack());
   }
 
   // A reader's choice from the figure (an attention-select patch).
@@ -201,8 +246,8 @@ class StandaloneDriver {
   }
 
   async refresh({ announce = false } = {}) {
-    // Not started yet (far from the viewport): its first view comes when it starts.
-    if (!this.loop && !this.refused) return;
+    // Not started yet, or let go of (far from the viewport): its view comes when it is near.
+    if ((!this.loop && !this.refused) || this.released) return;
     const figure = this.figure;
     const r = this.reader;
     const attribute = (name) => figure.getAttribute(name);

@@ -144,6 +144,8 @@ const CSS = `
 `;
 
 class AttentionContribution extends AttentionFigure {
+  // What the reader asked it to compute would be lost by a redraw: it keeps its drawing when far.
+  static releasable = false;
   static css = CONTROLS_CSS + PREDICTION_CSS + CSS;
 
   static placeholderHeight = '24em';

@@ -37,6 +37,8 @@ export function againstBar(difference, bar) {
 }
 
 class AttentionPrecision extends AttentionFigure {
+  // What the reader asked it to compute would be lost by a redraw: it keeps its drawing when far.
+  static releasable = false;
   static css = `${CONTROLS_CSS}
   .intro { margin: 0 0 0.6em; }
   .intro-box { padding: 0.2em 0 0.4em; }

@@ -109,6 +109,8 @@ export async function withVocabularyProgress(engine, work, say) {
 export const maskable = (result, i) => i >= 0 && i < result.n && result.roles[i] !== ROLE.cls && result.roles[i] !== ROLE.sep;
 
 class AttentionPrediction extends AttentionFigure {
+  // What the reader asked it to compute would be lost by a redraw: it keeps its drawing when far.
+  static releasable = false;
   static css = CONTROLS_CSS + PREDICTION_CSS;
 
   static placeholderHeight = '14em';

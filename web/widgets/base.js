@@ -17,7 +17,7 @@ import { HeadName, progressText } from './format.js';
 import { download, figureSvg, modelLine, pngBlob, svgText } from './export.js';
 import { elementSnippet, frameSnippet } from './snippet.js';
 import { BASE_CSS, EMBEDDED_CSS, themeCss } from './style.js';
-import { ATTRIBUTES, FIGURES, parseAttribute, reserveCss, SOURCE_ATTRIBUTES, TAGS, unknownAttributeNote } from './registry.js';
+import { ATTRIBUTES, FIGURES, parseAttribute, reserveHeight, SOURCE_ATTRIBUTES, TAGS, unknownAttributeNote } from './registry.js';
 
 export { ATTRIBUTES, FIGURES, TAGS };
 // The newest-request rule, for the figures' modules that import it from here.
@@ -53,6 +53,8 @@ export const EVENTS = Object.freeze({
 });
 
 let figureCount = 0;
+// The observer of the widths of figures that keep a reserve (updateReserve), made at the first.
+let reserveObserver = null;
 
 export class AttentionFigure extends HTMLElement {
   // Set by the embedding bundle: there every figure follows its own attributes, with a default
@@ -64,6 +66,8 @@ export class AttentionFigure extends HTMLElement {
 
   // False for figures that compute everything themselves (the softmax lab).
   static needsModel = true;
+  // Whether the figure may let go of its analysis and drawing when far from the viewport (release).
+  static releasable = true;
 
   // True for figures that draw hidden states, queries and keys (the mechanism figure): only
   // then does the engine copy them out.
@@ -89,6 +93,9 @@ export class AttentionFigure extends HTMLElement {
     // Three sheets: the theme's colours, the figure's styles, and its reserve (updateReserve).
     this._styles = adoptStyles(root, [themeCss('light'), BASE_CSS + (AttentionFigure.embedded ? EMBEDDED_CSS : '') + (this.constructor.css ?? ''), '']);
     this._reserving = false;
+    this._reserved = 0;  // the reserve's height now, px
+    this._held = 0;  // the height kept while released, px
+    this._heldCss = '';
     this.statusEl = h('div.status', { role: 'status', 'aria-live': 'polite' });
     this.notesEl = h('div.notes', { role: 'note', hidden: true });
     this.bodyEl = h('div.body');
@@ -108,6 +115,7 @@ export class AttentionFigure extends HTMLElement {
 
   disconnectedCallback() {
     unwatchTheme(this);
+    reserveObserver?.unobserve(this);
     this._standalone?.close();
   }
 
@@ -196,17 +204,67 @@ export class AttentionFigure extends HTMLElement {
   }
 
   // Until a figure that needs the model has something to draw, it keeps the height its drawn
-  // form takes (the registry's reserve), so that a host page does not jump when it goes live.
+  // form takes in a column of its width (the registry's reserve), so that a host page does not
+  // jump when it goes live. Its width is read by one ResizeObserver for every figure, whose
+  // answer comes after layout and before the frame is painted: no frame shows a figure without
+  // its reserve, and a column that narrows or widens takes the reserve of its new width.
   updateReserve(view) {
     const reserving = this.constructor.needsModel && !view?.result && Boolean(this.figure?.reserve);
     if (reserving === this._reserving) return;
     this._reserving = reserving;
-    this._styles.set(2, reserving ? reserveCss(this.figure.reserve) : '');
+    this._reserved = 0;
+    if (reserving && typeof ResizeObserver === 'function') {
+      reserveObserver ??= new ResizeObserver((entries) => {
+        for (const entry of entries) entry.target.reserveFor(entry.borderBoxSize?.[0]?.inlineSize ?? entry.contentRect.width);
+      });
+      reserveObserver.observe(this);
+      return;
+    }
+    reserveObserver?.unobserve(this);
+    // Without ResizeObserver, a phone's reserve (the first row).
+    this.holdHeight(reserving ? this.figure.reserve[0][1] : 0);
+  }
+
+  reserveFor(width) {
+    if (!this._reserving) return;
+    const height = reserveHeight(this.figure.reserve, width);
+    if (height === this._reserved) return;
+    this._reserved = height;
+    this.holdHeight(height);
+  }
+
+  // The figure's own height while it has nothing drawn: its reserve, or the height it had when it
+  // let go of its drawing (release); 0: none.
+  holdHeight(height) {
+    const css = this._held ? `:host { height: ${this._held}px !important; min-height: 0 !important; overflow: hidden !important; }\n`
+      : height ? `:host { min-height: ${height}px; }\n` : '';
+    if (css !== this._heldCss) this._styles.set(2, css);
+    this._heldCss = css;
+  }
+
+  // Far from the viewport (its driver decides: web/runtime/standalone.js), a drawn figure lets go
+  // of its analysis and of its drawing, which a page of hundreds of figures would otherwise all
+  // hold, and keeps exactly the height it had, so that nothing around it moves; its driver draws it
+  // again when it comes near. Not a figure with the reader's focus inside, nor one whose class
+  // keeps state of its own that a redraw would lose (a prediction the reader asked for).
+  // Returns whether it let go.
+  release() {
+    const view = this._view;
+    if (!this.constructor.releasable || !view?.result || this.matches(':focus-within')) return false;
+    this._held = this.getBoundingClientRect().height;
+    this.holdHeight(0);
+    this.view = { ...view, result: null, against: null, lenses: null, lensesPending: null, lensError: null, inputError: null, mode: 'loading', ready: false, progress: null, released: true };
+    return true;
   }
 
   set view(view) {
     const previous = this._view;
     this._view = view;
+    // Drawn again after a release: its own height again.
+    if (this._held && !view?.released) {
+      this._held = 0;
+      this.holdHeight(0);
+    }
     // A view drawn before its lenses came (figureView's lensesPending, under the weights) is
     // drawn again with them, if it is still this figure's view then.
     if (this.constructor.showsLenses && view?.lensesPending) {
@@ -230,6 +288,8 @@ export class AttentionFigure extends HTMLElement {
     this.updateTheme();
     this.checkAttributes();
     this.updateReserve(this._view);
+    // Back on the page while it still keeps a reserve: its width is watched again.
+    if (this._reserving) reserveObserver?.observe(this);
     if (!this.constructor.needsModel) return;
     if (!this._standalone && (this.hasAttribute(ATTRIBUTES.sentence) || AttentionFigure.embedded)) this.standalone();
     // Back on the page: the download's progress reaches the status line again.

@@ -98,34 +98,62 @@ const entry = (tag, attributes, frameHeight, reserve, exportable = true) => Obje
 });
 
 // A figure's reserve: the height (CSS pixels) it keeps until it has something to draw, about what
-// its live form takes for a sentence of ten to fifteen words, `narrow` below RESERVE_WIDE_FROM px
-// of viewport and `wide` from there, so that the page under it does not move when it goes live.
-// Measured with the default model's opening sentence; a longer sentence takes more.
-export const RESERVE_WIDE_FROM = 700;
-// As CSS for a selector: `:host` (the figure's own sheet), or the tag (the host page's lines for
-// the time before the bundle has run, when the element is an unknown one, inline, on which a
-// min-height does nothing: hence display: block).
-export function reserveCss(reserve, selector = ':host') {
-  if (!reserve) return '';
-  return `${selector} { display: block; min-height: ${reserve.narrow}px; }\n@media (min-width: ${RESERVE_WIDE_FROM}px) { ${selector} { min-height: ${reserve.wide}px; } }\n`;
+// its live form takes for a sentence of ten to fifteen words, so that the page under it does not
+// move when it goes live. A figure's height follows the width of its column, not the viewport's
+// (its layouts switch on its own width, by container queries), so a reserve is a list of rows
+// [from, height]: from a column `from` px wide on, until the next row's, the figure takes
+// `height` px. Measured by scripts/site/measure_reserves.mjs (the median of three sentences at
+// every 20 px from 300 to 980); a longer sentence takes more.
+// A row is kept where its height differs from the last kept one by more than RESERVE_STEP of it.
+export const RESERVE_STEP = 0.03;
+export function compressReserve(rows) {
+  const kept = [];
+  for (const [from, height] of rows) {
+    const last = kept[kept.length - 1];
+    if (!last || Math.abs(height - last[1]) > RESERVE_STEP * last[1]) kept.push([from, height]);
+  }
+  return kept;
+}
+
+// The reserve's height in a column `width` px wide (the first row's below its `from`).
+export function reserveHeight(reserve, width) {
+  let height = reserve[0][1];
+  for (const [from, h] of reserve) if (width >= from) height = h;
+  return height;
+}
+
+// The lines a host page's stylesheet gives the figures it uses, for the time before the bundle
+// has run (an unknown element is inline, and has no height at all): each figure's parent is
+// made a container for its width (the query container the rows' @container rules read; the
+// figure takes that width), and each figure its reserve. Browsers without :has() or container
+// queries keep the first row's height, a phone's.
+export function hostReserveCss(figures = Object.values(FIGURES)) {
+  const reserved = figures.filter((f) => f.reserve);
+  const lines = [`:has(${reserved.map((f) => `> ${f.tag}`).join(', ')}) { container-type: inline-size; }`];
+  for (const f of reserved) {
+    lines.push(`${f.tag} { display: block; min-height: ${f.reserve[0][1]}px; }`);
+    for (const [from, height] of f.reserve.slice(1)) lines.push(`@container (min-width: ${from}px) { ${f.tag} { min-height: ${height}px; } }`);
+  }
+  return `${lines.join('\n')}\n`;
 }
 
 // Every figure, by the short name that embed.html's `widget` parameter takes.
-// The heights (frameHeight for the iframe form; reserve for the element) were measured with the
-// default model's opening sentence in a column 696 px wide (wide) and 366 px wide (narrow), the
-// prediction, contribution and precision figures before the reader presses their buttons.
+// frameHeight (the iframe form's height) was measured with the default model's opening sentence
+// in a column 696 px wide; the reserves by scripts/site/measure_reserves.mjs (above). The
+// prediction, contribution and precision figures are measured before the reader presses their
+// buttons.
 export const FIGURES = Object.freeze({
-  instrument: entry('attention-instrument', [...MODEL_FIGURE, ATTRIBUTES.lens], 1280, { wide: 1260, narrow: 2110 }),
-  row: entry('attention-row', [...MODEL_FIGURE, ATTRIBUTES.lens], 670, { wide: 650, narrow: 810 }),
-  mechanism: entry('attention-mechanism', MODEL_FIGURE, 1830, { wide: 1810, narrow: 2300 }),
+  instrument: entry('attention-instrument', [...MODEL_FIGURE, ATTRIBUTES.lens], 1280, [[300, 2739], [340, 2537], [480, 2455], [640, 1461], [700, 1374], [720, 1305], [780, 1251], [860, 1190], [960, 1298], [980, 1248]]),
+  row: entry('attention-row', [...MODEL_FIGURE, ATTRIBUTES.lens], 670, [[300, 1364], [320, 1310], [340, 1231], [400, 1175], [440, 1093], [540, 1041], [600, 945], [760, 894]]),
+  mechanism: entry('attention-mechanism', MODEL_FIGURE, 1830, [[300, 2513], [320, 2436], [360, 2318], [400, 2238], [420, 2161], [500, 1987], [600, 1870], [740, 1794], [860, 1736]]),
   softmax: entry('softmax-lab', [ATTRIBUTES.scores, ATTRIBUTES.theme], 360, null),
-  compare: entry('attention-compare', [...MODEL_FIGURE, ATTRIBUTES.heads], 1540, { wide: 1520, narrow: 1650 }),
-  heads: entry('attention-heads', MODEL_FIGURE, 860, { wide: 850, narrow: 1630 }),
-  precision: entry('attention-precision', [...MODEL_FIGURE, ATTRIBUTES.plan], 210, { wide: 190, narrow: 320 }),
-  prediction: entry('attention-prediction', [...MODEL_FIGURE, ATTRIBUTES.removed, ATTRIBUTES.autoload], 260, { wide: 240, narrow: 410 }, false),
-  contribution: entry('attention-contribution', [...MODEL_FIGURE, ATTRIBUTES.sort, ATTRIBUTES.autoload], 310, { wide: 290, narrow: 490 }, false),
-  map: entry('attention-map', MODEL_FIGURE, 500, { wide: 470, narrow: 815 }, false),
-  pair: entry('attention-pair', [...MODEL_FIGURE, ATTRIBUTES.against], 1000, { wide: 940, narrow: 1930 }, false),
+  compare: entry('attention-compare', [...MODEL_FIGURE, ATTRIBUTES.heads], 1540, [[300, 1703], [340, 1646], [420, 1590], [600, 1538], [780, 649], [920, 609]]),
+  heads: entry('attention-heads', MODEL_FIGURE, 860, [[300, 1735], [360, 1795], [420, 1872], [480, 1930], [520, 1994], [540, 1010], [560, 948], [780, 981], [960, 1015]]),
+  precision: entry('attention-precision', [...MODEL_FIGURE, ATTRIBUTES.plan], 210, [[300, 360], [340, 319], [380, 298], [400, 279], [480, 263], [520, 245], [600, 226], [640, 204], [720, 186], [920, 164]]),
+  prediction: entry('attention-prediction', [...MODEL_FIGURE, ATTRIBUTES.removed, ATTRIBUTES.autoload], 260, [[300, 446], [320, 424], [340, 405], [400, 365], [440, 333], [500, 317], [520, 298], [540, 277], [600, 258], [720, 239], [760, 207], [980, 186]], false),
+  contribution: entry('attention-contribution', [...MODEL_FIGURE, ATTRIBUTES.sort, ATTRIBUTES.autoload], 310, [[300, 533], [340, 493], [400, 474], [440, 442], [460, 420], [500, 405], [520, 350], [600, 310], [720, 291], [760, 259]], false),
+  map: entry('attention-map', MODEL_FIGURE, 500, [[300, 950], [320, 892], [360, 843], [400, 805], [540, 774], [600, 542], [640, 513], [700, 497], [720, 478], [880, 405], [940, 377]], false),
+  pair: entry('attention-pair', [...MODEL_FIGURE, ATTRIBUTES.against], 1000, [[300, 2100], [380, 2025], [440, 1901], [520, 1815], [680, 977], [740, 939], [760, 907], [940, 857]], false),
 });
 
 export const TAGS = Object.freeze(Object.fromEntries(Object.entries(FIGURES).map(([key, f]) => [key, f.tag])));
