@@ -9,10 +9,15 @@
 //   the old one, takes over, deletes the old cache and tells the pages (`attention-site-updated`).
 // - Pages, scripts and data are served network first: online a reader always gets the files as
 //   they are now (and the cache is refreshed), offline the stored copy.
-// - The model, its shards, the all-rows file and the engine's wasm are not touched here: the
+// - The model, its shards, the all-rows file and the engine's wasm are not stored here: the
 //   engine keeps them in the Cache API itself, keyed by their checksums, checks them before use,
 //   and reads them from there before it asks the network (web/engine/files.js). Offline, a shard
-//   an earlier visit never fetched fails as a download does, and the page says so.
+//   an earlier visit never fetched fails as a download does, and the page says so. One request
+//   for them is answered here: the page's head asks for the default model's first file before
+//   any script runs (scripts/site/module_graph.mjs), and where the engine keeps that file (the
+//   manifest's SHA-256 in its key) the answer is the kept copy, so a later visit asks the network
+//   for nothing. Everything else goes to the network untouched.
+const ENGINE_CACHE = 'attention-explainer';  // web/engine/files.js, CACHE_NAME
 const VERSION = new URL(self.location.href).searchParams.get('v') || 'unversioned';
 const PREFIX = 'attention-site-';
 const CACHE = `${PREFIX}${VERSION}`;
@@ -56,7 +61,12 @@ self.addEventListener('fetch', (event) => {
   const { request } = event;
   if (request.method !== 'GET' || !request.url.startsWith(SCOPE)) return;
   const url = new URL(request.url);
-  if (ENGINE_KEPT.test(url.pathname)) return;
+  if (ENGINE_KEPT.test(url.pathname)) {
+    if (request.destination === '' && request.mode === 'cors' && url.pathname.endsWith('.attn') && !url.search) {
+      event.respondWith(keptModelFile(url.href).then((kept) => kept ?? fetch(request)));
+    }
+    return;
+  }
   event.respondWith((async () => {
     const cache = await caches.open(CACHE);
     try {
@@ -75,3 +85,22 @@ self.addEventListener('fetch', (event) => {
     }
   })());
 });
+
+// The engine's kept copy of a model file of the manifest (this version's, which install stored),
+// or undefined.
+async function keptModelFile(href) {
+  try {
+    const manifestUrl = new URL('models/manifest.json', SCOPE).href;
+    const manifest = await (await (await caches.open(CACHE)).match(manifestUrl))?.json();
+    for (const entry of Object.values(manifest?.models ?? {})) {
+      for (const file of [entry.core, entry]) {
+        if (typeof file?.file === 'string' && /^[0-9a-f]{64}$/.test(file.sha256 ?? '') && new URL(file.file, manifestUrl).href === href) {
+          return (await (await caches.open(ENGINE_CACHE)).match(`${href}?sha256=${file.sha256}`)) ?? undefined;
+        }
+      }
+    }
+  } catch {
+    // No manifest or cache: the network answers.
+  }
+  return undefined;
+}

@@ -12,8 +12,13 @@
 // then the modules the bundle leaves outside itself (the engine's and start-engine.js), found by
 // walking its source entry.
 //
+// A page that starts the engine (start-engine.js among its entries) also asks for the default
+// model's first file in its head (modelPreload): the largest file of the first visit, on the
+// critical path, requested while the head is parsed instead of once the page's scripts have run
+// (bench_load --phone: about half a second later on a phone, more on a busy one).
+//
 // Usage: node scripts/site/module_graph.mjs [--check]   (writes web/*.html; --check only reports)
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -62,11 +67,27 @@ export function pageEntries(html) {
   return [...html.matchAll(/<script type="module"(?: async)? src="([^"]+)"><\/script>/g)].map((m) => m[1]);
 }
 
-// The preload block a page should have: every module of its entries' graphs, once each.
+// The preload of the default model's first file (the manifest's default entry: its core where
+// it is split, else the file), which the page's engine takes up (startDownload in
+// web/engine/files.js consumes the preload: one request), or null without a built manifest. A
+// reader whose address names another model (a hub checkpoint in the hash, ?model=) pays for
+// this file too: the page cannot know before its scripts run.
+export function modelPreload(web = WEB) {
+  const file = join(web, 'models', 'manifest.json');
+  if (!existsSync(file)) return null;
+  const manifest = JSON.parse(readFileSync(file, 'utf8'));
+  const entry = manifest.models?.[manifest.default];
+  const first = entry?.core?.file ?? entry?.file;
+  return first ? `<link rel="preload" href="models/${first}" as="fetch" crossorigin>` : null;
+}
+
+// The preload block a page should have: the default model's first file where the page starts
+// the engine, then every module of its entries' graphs, once each.
 export function preloadBlock(html, web = WEB) {
   const entries = pageEntries(html);
   const modules = [...new Set(entries.flatMap((e) => moduleGraph(e, web)))].filter((m) => !entries.includes(m));
-  return [BEGIN, ...modules.map((m) => `<link rel="modulepreload" href="${m}">`), END].join('\n');
+  const model = entries.includes('start-engine.js') ? modelPreload(web) : null;
+  return [BEGIN, ...(model ? [model] : []), ...modules.map((m) => `<link rel="modulepreload" href="${m}">`), END].join('\n');
 }
 
 // The page with its preload block replaced (or inserted before its first module script).

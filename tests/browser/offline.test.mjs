@@ -129,6 +129,19 @@ describe('offline after the first visit', { timeout: 600000 }, () => {
     // A sentence of the opening sentence's words: its rows came with the first view.
     const known = 'The animal did not cross the street.';
     await typeSentence(page, known);
+    // A later visit, online: the head's preload of the model's core is answered by the service
+    // worker from the engine's kept copy, and no model file or wasm comes from the network.
+    const fromNetwork = [];
+    const listen = async (request) => {
+      if (!/\.(attn|bin|wasm)$/.test(new URL(request.url()).pathname)) return;
+      const response = await request.response().catch(() => null);
+      if (!response?.fromServiceWorker()) fromNetwork.push(request.url().split('/').pop());
+    };
+    page.on('requestfinished', listen);
+    await page.reload();
+    await openInstrument(page, LOAD_TIMEOUT_MS);
+    page.off('requestfinished', listen);
+    assert.deepEqual(fromNetwork, [], 'a later visit downloaded model files');
 
     await context.setOffline(true);
     await page.reload();

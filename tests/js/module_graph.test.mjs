@@ -74,6 +74,20 @@ test('the article and every post start the engine first: start-engine.js is an a
   assert.ok(graph.includes('engine/engine.js') && graph.every((m) => m.startsWith('engine/')), `start-engine.js needs more than the engine: ${graph.join(', ')}`);
 });
 
+test('a page that starts the engine asks for the default model\u2019s first file in its head, before its modules; the widgets\u2019 frame does not', async () => {
+  const { modelPreload } = await import('../../scripts/site/module_graph.mjs');
+  const manifest = JSON.parse(readFileSync(join(WEB, 'models', 'manifest.json'), 'utf8'));
+  const entry = manifest.models[manifest.default];
+  const line = `<link rel="preload" href="models/${entry.core?.file ?? entry.file}" as="fetch" crossorigin>`;
+  assert.equal(modelPreload(), line);
+  for (const page of ['index.html', 'heads.html', 'confident.html', 'contribution.html', 'vocabulary.html', 'lenses.html']) {
+    const html = readFileSync(join(WEB, page), 'utf8');
+    const at = html.indexOf(line);
+    assert.ok(at > html.indexOf(BEGIN) && at < html.indexOf('<link rel="modulepreload"'), `${page}: the model's preload opens the preload block`);
+  }
+  assert.ok(!readFileSync(join(WEB, 'embed.html'), 'utf8').includes(line), 'embed.html preloads the model');
+});
+
 test('a page\u2019s bundle holds its own code and imports only the engine\u2019s modules and start-engine.js, start-engine.js first, by their addresses beside app/', () => {
   // Built by scripts/site/build_site.mjs, which scripts/test.sh runs before these tests.
   for (const [out, source] of Object.entries(PAGE_BUNDLES)) {
