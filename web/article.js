@@ -215,8 +215,11 @@ async function draw() {
     giveView(figure, shown);
   }
   fillFacts(factElements, facts(view));
-  settleOffscreen();
-  catchUpWhenQuiet();
+  engineSettled.then(() => {
+    if (lastView !== view) return;  // a newer render settles them
+    settleOffscreen();
+    catchUpWhenQuiet();
+  });
   if (state.live && view.mode === 'live' && !livePainted) {
     livePainted = true;
     performance.mark('attention:live');
@@ -267,6 +270,11 @@ if (typeof IntersectionObserver === 'function') {
 addEventListener('beforeprint', () => {
   for (const figure of figures) takeView(figure);
 });
+// The far figures' catch-up waits until the engine has loaded or failed: until then this thread
+// also passes the model's bytes on to the engine's worker as they arrive (startDownload in
+// web/engine/files.js), and a far figure drawn or laid out in an idle moment (20-80 ms each on
+// bench_load's phone) held the last of them up by a third of a second.
+let engineSettled = Promise.resolve();
 let quietTimer = null;
 function catchUpWhenQuiet() {
   clearTimeout(quietTimer);
@@ -631,7 +639,7 @@ addEventListener('hashchange', restoreFromHash);
 
 // The engine's download starts at once: it runs in a worker and over the network while the
 // page draws the precomputed example, and neither waits for the other.
-startEngine();
+engineSettled = startEngine().catch(() => {});
 wireModelChooser();
 await loadExample(modelChoice());
 await render();
