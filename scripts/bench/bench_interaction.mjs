@@ -9,7 +9,8 @@
 // figures.
 // A benchmark, not a test: the host's other load moves the figures. Needs the assembled site
 // (node scripts/site/build_site.mjs).
-// Usage: node scripts/bench/bench_interaction.mjs [--json FILE] [--runs N] [--web DIR] [--against DIR] [--phone] [--trace DIR]
+// Usage: node scripts/bench/bench_interaction.mjs [--json FILE] [--runs N] [--web DIR] [--against DIR] [--phone] [--trace DIR] [--words N]
+//   --words: type only the sentence's first N words (a 30-word sentence: the phone budget's)
 //   --phone: the phone of bench_page.mjs (390 px touch screen, CPU 4x slower; the loading run at its
 //   20 Mbit/s, 40 ms network, cache off)
 //   --web: serve another copy of web/ (a checkout of an older version, to compare)
@@ -42,6 +43,9 @@ if (traceDir) mkdirSync(traceDir, { recursive: true });
 
 // 120 words, 136 tokens with the default model's vocabulary ([CLS] and [SEP] included).
 export const LONG_SENTENCE = 'When the old lighthouse keeper finally climbed the narrow spiral stairs on that cold and windy evening, he noticed that the great lamp, which had guided countless fishing boats safely past the jagged rocks for more than a hundred years, was flickering strangely, as if some invisible hand were slowly turning it down; worried that the ships still out at sea would lose their way in the thickening fog, he quickly fetched his tools, replaced the worn brass fittings one by one, cleaned the heavy glass lenses until they shone again, and then sat beside the window for the rest of the night, watching the beam sweep across the dark water while the storm gathered strength over the distant hills.';
+// The sentence typed: LONG_SENTENCE, or its first --words words.
+const WORDS = Number(option('--words', '0'));
+const TYPED = WORDS > 0 ? LONG_SENTENCE.split(' ').slice(0, WORDS).join(' ') : LONG_SENTENCE;
 const TYPING_PAUSES = 4;       // the sentence is typed in this many runs, with a pause after each
 const PAUSE_MS = 600;          // longer than the instrument's 300 ms typing delay
 const KEY_DELAY_MS = 8;
@@ -167,16 +171,16 @@ async function measureInteraction(browser, baseUrl) {
   await input.focus();
   await settle(page);
   await phase('type', async () => {
-    const words = LONG_SENTENCE.split(' ');
+    const words = TYPED.split(' ');
     const per = Math.ceil(words.length / TYPING_PAUSES);
     for (let k = 0; k < TYPING_PAUSES; ++k) {
       const part = words.slice(k * per, (k + 1) * per).join(' ');
       await page.keyboard.type((k ? ' ' : '') + part, { delay: KEY_DELAY_MS });
       await page.waitForTimeout(PAUSE_MS);
     }
-    await instrumentTable(page, (text) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, LONG_SENTENCE);
+    await instrumentTable(page, (text) => document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.sentence === text, TYPED);
   });
-  const sentenceShown = (await tableState(page))?.sentence === LONG_SENTENCE;
+  const sentenceShown = (await tableState(page))?.sentence === TYPED;
   const n = await page.locator('#instrument button.chip').count();
   const after = await heights(page);
 
@@ -198,7 +202,8 @@ async function measureInteraction(browser, baseUrl) {
     windowed(from, await now(page));
   };
   await phase('click', async (windowed) => {
-    for (const i of [10, 40, 70, 100, 130].map((k) => Math.min(k, n - 2))) {
+    // Five words spread over the sentence (tokens 10, 40, 70, 100 and 130 of the long one).
+    for (const i of [10, 40, 70, 100, 130].map((k) => Math.min(Math.round((k * (n - 2)) / 134), n - 2))) {
       await tap(page.locator('#instrument button.chip').nth(i), (k) => Number(document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.token) === k, i, windowed);
     }
   });

@@ -9,11 +9,14 @@
 // A benchmark, not a test: the host's other load moves the times (the bytes do not move).
 // Needs the assembled site (node scripts/site/build_site.mjs).
 // Usage: node scripts/bench/bench_load.mjs [--mbit 20] [--latency-ms 20] [--runs 3] [--json FILE] [--phone]
-//                                         [--web DIR] [--layouts split,single] [--waterfall]
+//                                         [--web DIR] [--against DIR] [--layouts split,single] [--waterfall]
 //   --phone: the phone of bench_page.mjs (390 px touch screen, CPU 4x slower, 20 Mbit/s, 40 ms unless
 //   --mbit/--latency-ms say otherwise), and the longest main-thread task until live
 //   --web: serve another assembled site (another version, or one built for another model: a clone
 //   where `scripts/run.sh --model NAME` or build_site.mjs --default NAME.compact ran)
+//   --against: a second assembled site (the previous landed tree's), measured in the same run, its
+//   runs interleaved with this one's in alternating order (a host that slows down weighs on both):
+//   each site's median and range side by side
 //   --layouts: the layouts to measure (at bert-base's shape the single file alone is 199 MB)
 //   --waterfall: also print the first run's requests of each layout (the page's and its worker's)
 //   in the order they were asked for, each with when it was asked for, its first and its last
@@ -29,6 +32,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
 const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 const web = option('--web', join(root, 'web'));
+const against = option('--against', null);
 const phone = args.includes('--phone');
 const mbit = Number(option('--mbit', String(phone ? PHONE.mbit : 20)));
 const latencyMs = Number(option('--latency-ms', String(phone ? PHONE.latencyMs : 20)));
@@ -70,6 +74,11 @@ async function transferred(page) {
       liveMs: performance.getEntriesByName('attention:engine-ready')[0]?.startTime ?? null,
       longestTaskMs: window.__longtasks.reduce((a, e) => Math.max(a, e.duration), 0),
       longTasks: window.__longtasks.map((e) => [Math.round(e.start), Math.round(e.duration)]),
+      // The engine's own phases (web/engine/local.js, createEngine's timings: ms after its start,
+      // which modelDoneAt less modelMs places on the page's clock) and the page's marks.
+      engineStartMs: t.modelDoneAt - t.modelMs - performance.timeOrigin,
+      phases: { compiled: t.compileMs, instantiated: t.instantiatedMs, modelChecked: t.modelMs, parsed: t.modelMs + t.afterModelMs - t.infoMs, loaded: t.totalMs, parseMs: t.parseMs },
+      marks: performance.getEntriesByType('mark').filter((m) => m.name.startsWith('attention:')).map((m) => [m.name, Math.round(m.startTime)]),
     };
   });
 }
@@ -97,6 +106,9 @@ async function printWaterfall(layout, requests, origin, bytes) {
     const at = r.start - origin;
     console.log(`| ${Math.round(at)} | ${Math.round(at + r.firstByte)} | ${Math.round(at + r.lastByte)} | ${(r.bytes / 1e3).toFixed(1)} | ${r.path.slice(0, 80)} |`);
   }
+  const at = (ms) => Math.round(bytes.engineStartMs + ms);
+  const p = bytes.phases;
+  console.log(`the engine (its worker): started ${Math.round(bytes.engineStartMs)}, wasm compiled ${at(p.compiled)}, instantiated ${at(p.instantiated)}, model file read and checked (SHA-256) ${at(p.modelChecked)}, core parsed ${at(p.parsed)} (${Math.round(p.parseMs)} ms), engine loaded ${at(p.loaded)}; the page: ${bytes.marks.map(([name, t]) => `${name.slice(10)} ${t}`).join(', ')}`);
   const tasks = bytes.longTasks.filter(([start]) => start < bytes.liveMs);
   console.log(`long main-thread tasks until live (start + duration, ms): ${tasks.map(([start, duration]) => `${start}+${duration}`).join(', ') || 'none'}`);
 }
@@ -115,25 +127,35 @@ async function measure(browser, baseUrl, layout, { showRequests = false } = {}) 
   return { layout, totalBytes: total, ...bytes, lastByteToLiveMs: bytes.liveMs - bytes.lastByteMs };
 }
 
-const server = await serve(web);
-const baseUrl = `http://127.0.0.1:${server.server.address().port}/`;
+const sites = [{ name: against ? 'this tree' : '', web }, ...(against ? [{ name: 'against', web: against }] : [])];
+for (const site of sites) {
+  site.server = await serve(site.web);
+  site.baseUrl = `http://127.0.0.1:${site.server.server.address().port}/`;
+}
 const browser = await launchChromium();
 const results = [];
 try {
   for (let run = 0; run < runs; ++run) {
-    for (const layout of Object.keys(LAYOUTS)) results.push(await measure(browser, baseUrl, layout, { showRequests: waterfall && run === 0 }));
+    // Alternating order: this tree first in even runs, the other first in odd ones.
+    const order = run % 2 ? [...sites].reverse() : sites;
+    for (const layout of Object.keys(LAYOUTS)) {
+      for (const site of order) results.push({ site: site.name, ...(await measure(browser, site.baseUrl, layout, { showRequests: waterfall && run === 0 })) });
+    }
   }
 } finally {
   await browser.close();
-  server.close();
+  for (const site of sites) site.server.close();
 }
 const device = phone ? `a phone (${PHONE.viewport.width} px, CPU ${PHONE.cpuSlowdown}x slower)` : 'a desktop (1280 px)';
-console.log(`${manifest.default}: cold first visit on ${device} at ${mbit} Mbit/s, ${latencyMs} ms latency (Chromium network emulation), ${runs} interleaved run(s) each; medians:`);
-console.log('| layout | MB transferred until live | of which model | shards (requests) | wasm | page | time to live (s) | last byte to live (ms) | longest main-thread task until live (ms) |');
-console.log('|---|---|---|---|---|---|---|---|---|');
-for (const layout of Object.keys(LAYOUTS)) {
-  const mine = results.filter((r) => r.layout === layout);
-  const m = (key) => median(mine.map((r) => r[key]));
-  console.log(`| ${layout} | ${(m('totalBytes') / 1e6).toFixed(2)} | ${(m('model') / 1e6).toFixed(2)} | ${(m('shards') / 1e6).toFixed(2)} (${m('shardRequests')}) | ${(m('wasm') / 1e6).toFixed(2)} | ${(m('page') / 1e6).toFixed(2)} | ${(m('liveMs') / 1000).toFixed(2)} | ${Math.round(m('lastByteToLiveMs'))} | ${Math.round(m('longestTaskMs'))} |`);
+console.log(`${manifest.default}: cold first visit on ${device} at ${mbit} Mbit/s, ${latencyMs} ms latency (Chromium network emulation), ${runs} interleaved run(s) each; medians${runs > 2 ? ' (and ranges)' : ''}:`);
+console.log(`| ${against ? 'site | ' : ''}layout | MB transferred until live | of which model | shards (requests) | wasm | page | time to live (s) | last byte to live (ms) | longest main-thread task until live (ms) |`);
+console.log(`|${against ? '---|' : ''}---|---|---|---|---|---|---|---|---|`);
+for (const site of sites) {
+  for (const layout of Object.keys(LAYOUTS)) {
+    const mine = results.filter((r) => r.layout === layout && r.site === site.name);
+    const m = (key) => median(mine.map((r) => r[key]));
+    const range = (key, scale, digits) => (runs > 2 ? ` (${(Math.min(...mine.map((r) => r[key])) / scale).toFixed(digits)}\u2013${(Math.max(...mine.map((r) => r[key])) / scale).toFixed(digits)})` : '');
+    console.log(`| ${against ? `${site.name === 'against' ? against : site.name} | ` : ''}${layout} | ${(m('totalBytes') / 1e6).toFixed(2)} | ${(m('model') / 1e6).toFixed(2)} | ${(m('shards') / 1e6).toFixed(2)} (${m('shardRequests')}) | ${(m('wasm') / 1e6).toFixed(2)} | ${(m('page') / 1e6).toFixed(2)} | ${(m('liveMs') / 1000).toFixed(2)}${range('liveMs', 1000, 2)} | ${Math.round(m('lastByteToLiveMs'))} | ${Math.round(m('longestTaskMs'))}${range('longestTaskMs', 1, 0)} |`);
+  }
 }
 if (jsonOut) writeFileSync(jsonOut, JSON.stringify(results, null, 2));
