@@ -217,10 +217,11 @@ async function measureInteraction(browser, baseUrl) {
   });
   await phase('arrow', async () => {
     await page.locator('#instrument button.chip[aria-pressed="true"]').focus();
+    // Leftwards: the last tap was near the sentence's end, and a short sentence has no five tokens after it.
     for (let k = 0; k < 5; ++k) {
       const { token } = await tableState(page);
-      await page.keyboard.press('ArrowRight');
-      await instrumentTable(page, (t) => Number(document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.token) === t, token + 1);
+      await page.keyboard.press('ArrowLeft');
+      await instrumentTable(page, (t) => Number(document.getElementById('instrument').shadowRoot.querySelector('table.bars')?.dataset.token) === t, token - 1);
       await settle(page);
     }
   });
