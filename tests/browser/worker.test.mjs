@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { figuresDrawn, headsColumns, launchChromium, ROW_SUM_TOLERANCE, serve, startHost } from './harness.mjs';
+import { figureLive, figuresDrawn, headsColumns, launchChromium, ROW_SUM_TOLERANCE, serve, startHost } from './harness.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const web = join(root, 'web');
@@ -274,7 +274,8 @@ describe('the engine in a worker', { timeout: 300000 }, () => {
 
   test('the embed demo on a second origin runs the engine in a worker started from a Blob of the demo\u2019s origin', async () => {
     const { page, context, errors, requests } = await openPage(`${hostUrl}embed-demo.html?from=${encodeURIComponent(baseUrl)}`, { viewport: { width: 1200, height: 900 } });
-    for (const id of ['#row', '#heads', '#compare']) await page.locator(`${id} .status[data-mode="live"]`).waitFor({ timeout: LOAD_TIMEOUT_MS });
+    // Read down to each, as a reader scrolls: embedded figures start when they come near the screen.
+    for (const id of ['#row', '#heads', '#compare']) await figureLive(page, id, LOAD_TIMEOUT_MS);
     const thread = await page.evaluate(async (bundle) => (await (await import(bundle)).getEngine()).thread, `${baseUrl}dist/attention-widgets.js`);
     assert.equal(thread, 'worker');
     const blobs = requests.filter((u) => u.startsWith('blob:'));
