@@ -62,7 +62,8 @@ self.addEventListener('fetch', (event) => {
   if (request.method !== 'GET' || !request.url.startsWith(SCOPE)) return;
   const url = new URL(request.url);
   if (ENGINE_KEPT.test(url.pathname)) {
-    if (request.destination === '' && request.mode === 'cors' && url.pathname.endsWith('.attn') && !url.search) {
+    // Not a request that asks for the server's copy (the engine's second try: cache 'reload').
+    if (request.destination === '' && request.mode === 'cors' && url.pathname.endsWith('.attn') && !url.search && !['reload', 'no-store'].includes(request.cache)) {
       event.respondWith(keptModelFile(url.href).then((kept) => kept ?? fetch(request)));
     }
     return;

@@ -108,17 +108,16 @@ class WorkerHost {
     });
   }
 
-  // early (startDownload's answer) goes along with its body as a transferred stream, or whole
-  // (its bytes, transferred) where the browser cannot transfer a stream.
+  // early (startDownload's answer) goes along with its body as a transferred stream.
   load(options, onProgress, early = null, signal = undefined) {
     if (!early) return this.send({ op: 'load', options }, onProgress, [], signal);
-    const { response, bytes } = early;
+    const { response } = early;
     if (this.dead) {
       response.body?.cancel().catch(() => {});
       return Promise.reject(this.dead);
     }
-    const answer = { url: early.url, status: response.status, statusText: response.statusText, headers: [...response.headers], ...(bytes ? { bytes } : { body: response.body }) };
-    return this.send({ op: 'load', options: { ...options, early: answer } }, onProgress, [bytes ?? response.body]);
+    const answer = { url: early.url, status: response.status, statusText: response.statusText, headers: [...response.headers], body: response.body };
+    return this.send({ op: 'load', options: { ...options, early: answer } }, onProgress, [response.body]);
   }
 
   call(engine, op, args) {

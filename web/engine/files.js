@@ -360,28 +360,27 @@ export function startBytes(manifest, { model, modelUrl, checkpoint, single = fal
 // error the worker's own request then reports).
 // A page that starts the engine asks for the default model's first file in its head already
 // (<link rel="preload">, scripts/site/module_graph.mjs): this request takes that answer up.
-// A browser that cannot transfer a stream hands the head's answer over whole ({url, bytes}), so
-// that the file is not downloaded twice.
+// A browser that cannot transfer a stream lets the worker download the file, as before: the
+// head's answer is taken up and dropped at once (the worker's download then competes with
+// less than a second of it).
 export async function startDownload(source) {
   if (!source || isFileUrl(source.url)) return null;
-  const streams = canTransferStreams();
-  if (!streams && !preloadedInHead(source.url)) return null;
+  if (!canTransferStreams()) {
+    dropPreload(source.url);
+    return null;
+  }
   // A copy kept by an earlier visit: no request (the worker reads it). Where the head has asked
   // for the file already (on a later visit the service worker answers that from the same kept
   // copy: web/sw.js), its answer is taken up and dropped, so that the browser does not warn of
   // a preload never used.
   const cache = source.cacheKey ? await openCache() : null;
   if (cache && await cache.match(source.cacheKey).catch(() => null)) {
-    if (preloadedInHead(source.url)) fetch(source.url, { cache: 'no-cache' }).then((answer) => answer.body?.cancel(), () => {});
+    dropPreload(source.url);
     return null;
   }
   try {
     preloadsTaken.add(source.url);
     const response = await fetch(source.url, { cache: 'no-cache' });
-    if (response.ok && !streams) {
-      const bytes = await response.arrayBuffer();
-      return { url: source.url, bytes, response: new Response(bytes, { status: response.status, statusText: response.statusText, headers: response.headers }) };
-    }
     if (response.ok && response.body) {
       // Read on as it comes until the worker takes it (an unread body stops the download once
       // the browser's buffer is full): the chunks wait in this stream's queue, however many.
@@ -399,6 +398,9 @@ export async function startDownload(source) {
 // of this page has taken that answer up yet (the first that asks for it does; a later engine of
 // the same file, the precision figure's, finds the file in the cache and asks for nothing).
 const preloadsTaken = new Set();
+function dropPreload(url) {
+  if (preloadedInHead(url)) fetch(url, { cache: 'no-cache' }).then((answer) => answer.body?.cancel(), () => {});
+}
 function preloadedInHead(url) {
   if (typeof document === 'undefined' || preloadsTaken.has(url)) return false;
   const listed = [...document.head.querySelectorAll('link[rel="preload"][as="fetch"]')].some((link) => link.href === url);

@@ -38,7 +38,7 @@ async function handle(data) {
     if (op === 'load') {
       // The page's answer for the model file, if it asked first (files.js, startDownload).
       const given = data.options.early;
-      const early = given ? { url: given.url, response: new Response(given.body ?? given.bytes, { status: given.status, statusText: given.statusText, headers: given.headers }) } : null;
+      const early = given ? { url: given.url, response: new Response(given.body, { status: given.status, statusText: given.statusText, headers: given.headers }) } : null;
       const controller = new AbortController();
       loads.set(id, controller);
       const loaded = await createEngine({ ...data.options, early, signal: controller.signal, memoBytes: 0, onProgress: (progress) => postMessage({ id, progress }) })

@@ -103,12 +103,12 @@ function whenNear(figure, start) {
 // has scrolled past. One observer for every started figure; between NEAR and FAR a figure
 // neither starts nor lets go, so one at the edge does not flicker.
 export const FAR = '400% 0px';
-const farHandlers = new WeakMap();  // figure -> its driver's release
+const farHandlers = new WeakMap();  // figure -> its driver's far(isFar)
 let farObserver = null;
 function watchFar(figure, release) {
   if (typeof IntersectionObserver !== 'function') return;
   farObserver ??= new IntersectionObserver((entries) => {
-    for (const entry of entries) if (!entry.isIntersecting) farHandlers.get(entry.target)?.();
+    for (const entry of entries) farHandlers.get(entry.target)?.(!entry.isIntersecting);
   }, { rootMargin: FAR });
   farHandlers.set(figure, release);
   farObserver.observe(figure);
@@ -124,6 +124,7 @@ class StandaloneDriver {
     this.session = null;
     this.loop = null;
     this.released = false;  // let go of its analysis and drawing, far from the viewport
+    this.far = false;  // further than FAR from the viewport (lazy figures only)
     figure.addEventListener(EVENTS.select, (event) => {
       event.stopPropagation();
       this.choose(event.detail);
@@ -140,9 +141,16 @@ class StandaloneDriver {
     if (this.lazy) {
       whenNear(figure, () => {
         this.load();
-        watchFar(figure, () => this.release());
+        watchFar(figure, (far) => this.farAway(far));
       });
     } else this.load();
+  }
+
+  // Whether the figure is further than FAR from the viewport; a figure that goes there lets go
+  // (or, still loading or with the reader's focus in it, does so once it has drawn: refresh).
+  farAway(far) {
+    this.far = far;
+    if (far) this.release();
   }
 
   // Far from the viewport: the figure lets go of its drawing and analysis, and this driver of its
@@ -175,7 +183,7 @@ class StandaloneDriver {
   // Back on the page after close(): watched again.
   resume() {
     this.session?.resume();
-    if (this.lazy && this.loop) watchFar(this.figure, () => this.release());
+    if (this.lazy && this.loop) watchFar(this.figure, (far) => this.farAway(far));
     if (this.released) whenNear(this.figure, () => this.comeBack());
   }
 
@@ -296,11 +304,14 @@ class StandaloneDriver {
         ...common,
         model: this.session.engine ? describeModel(this.session.engine.info) : live ? figure.view?.model ?? null : null,
       }), against);
-    if (!view) return;
+    // Let go of while its view was computed: it is drawn when it comes near.
+    if (!view || this.released) return;
     figure.view = view;
     if (view.result) figure.setNotes('selection', [...notes, ...authorNotes]);
     else if (notes.length) figure.setNotes('selection', notes);
     if (announce && view.result) figure.emit(EVENTS.change, figure.selection);
+    // Drawn while far away (its download ended after the reader scrolled past): it lets go now.
+    if (this.far && view.result) this.release();
   }
 }
 

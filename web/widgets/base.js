@@ -260,10 +260,10 @@ export class AttentionFigure extends HTMLElement {
   set view(view) {
     const previous = this._view;
     this._view = view;
-    // Drawn again after a release: its own height again.
+    // Drawn again after a release: its own height again (or its reserve, while it waits).
     if (this._held && !view?.released) {
       this._held = 0;
-      this.holdHeight(0);
+      this.holdHeight(this._reserving ? this._reserved || this.figure.reserve[0][1] : 0);
     }
     // A view drawn before its lenses came (figureView's lensesPending, under the weights) is
     // drawn again with them, if it is still this figure's view then.
