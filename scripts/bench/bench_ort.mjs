@@ -5,11 +5,14 @@
 //
 // For each n in LENGTHS (texts of exactly n tokens, distinct per repeat so that the engine's memo
 // never answers), per repeat and in rotating order:
-//   analyze   the engine's analyze(text) (web/engine/engine.js): tokenize, forward pass, rollout,
-//             row statistics, head profiles, and the copies into JS
-//   core      the core's AnalyzeText alone (scripts/bench/kernel_bench.cc, the same core sources
-//             built without the JS bindings)
-//   forward   the core's forward pass alone, on the same ids
+//   analyze   the engine's analyze(text) (web/engine/engine.js): tokenize, forward pass (its last
+//             layer stops at its attention: nothing in the result reads what follows), row
+//             statistics, head profiles, and the copies into JS; no rollout matrix
+//   rollout row  one row of rollout as a reader's click asks for it (web/engine/result.js,
+//             rolloutRow, from the result's attention)
+//   core      the core's AnalyzeText alone, with the page's outputs (scripts/bench/kernel_bench.cc,
+//             the same core sources built without the JS bindings)
+//   forward   the core's whole forward pass alone, every layer to its output, on the same ids
 //   ort       ONNX Runtime Web (wasm backend, 1 thread, SIMD) running an ONNX export of the model
 //             (scripts/bench/export_onnx.py) on the same ids: all attention probabilities and the
 //             last hidden state, copied out to JS
@@ -103,7 +106,7 @@ function onnxExport() {
 }
 
 // Runs in the page. Every URL is relative to the served repository root.
-async function pageMain({ engineJs, engineUrl, modelUrl, benchUrl, onnxUrl, lengths, reps, denseShapes, withOrt, relaxed }) {
+async function pageMain({ engineJs, resultJs, engineUrl, modelUrl, benchUrl, onnxUrl, lengths, reps, denseShapes, withOrt, relaxed }) {
   const WORDS = ['the', 'cat', 'sat', 'on', 'a', 'mat', 'and', 'dog', 'ran', 'to', 'house', 'red', 'big', 'old', 'man', 'saw'];
   // [CLS], n - 2 one-piece words, [SEP]; distinct per variant.
   const text = (n, variant) => {
@@ -114,6 +117,7 @@ async function pageMain({ engineJs, engineUrl, modelUrl, benchUrl, onnxUrl, leng
   const median = (v) => v.slice().sort((a, b) => a - b)[Math.floor(v.length / 2)];
 
   const { createEngine } = await import(engineJs);
+  const { rolloutRow } = await import(resultJs);
   const engine = await createEngine({ engineUrl: new URL(engineUrl, location.href).href, modelUrl: new URL(modelUrl, location.href).href, simd: relaxed ? 'relaxed' : 'plain' });
   const modelBytes = new Uint8Array(await (await fetch(modelUrl)).arrayBuffer());
   const bench = await (await import(benchUrl)).default({ print: () => {}, printErr: (m) => console.log(m) });
@@ -146,7 +150,7 @@ async function pageMain({ engineJs, engineUrl, modelUrl, benchUrl, onnxUrl, leng
 
   const rows = [];
   for (const n of lengths) {
-    const times = { analyze: [], core: [], forward: [], ort: [], lenses: [], allRows: [], flow: [], zeroing: [] };
+    const times = { analyze: [], rolloutRow: [], core: [], forward: [], ort: [], lenses: [], allRows: [], flow: [], zeroing: [] };
     const lensesToo = n <= 128;
     const middle = Math.floor(n / 2);
     let agreement = null;
@@ -159,6 +163,9 @@ async function pageMain({ engineJs, engineUrl, modelUrl, benchUrl, onnxUrl, leng
       const s2 = text(n, r + 1000 * n + 500);
       const steps = [
         ['analyze', () => engine.analyze(s2)],
+        // The rollout row a reader's click asks for, made from a copy of the result (the row is
+        // kept with the result it was made for): 0 where the result holds the whole matrix.
+        ['rolloutRow', () => rolloutRow({ ...result }, middle)],
         ['core', () => coreAnalyze(s)],
         ['forward', () => bench._bench_forward()],
         ...(withOrt ? [['ort', () => ortRun(ids)]] : []),
@@ -188,7 +195,7 @@ async function pageMain({ engineJs, engineUrl, modelUrl, benchUrl, onnxUrl, leng
       }
     }
     const lensMedians = lensesToo ? { lenses: median(times.lenses), lenses_all_rows: median(times.allRows), lenses_flow: median(times.flow), lenses_zeroing: median(times.zeroing) } : { lenses: null, lenses_all_rows: null, lenses_flow: null, lenses_zeroing: null };
-    rows.push({ n, layers: engine.info.layers ?? 4, analyze: median(times.analyze), core: median(times.core), forward: median(times.forward), ort: withOrt ? median(times.ort) : null, attention_vs_ort: agreement, ...lensMedians });
+    rows.push({ n, layers: engine.info.layers ?? 4, analyze: median(times.analyze), rollout_row: median(times.rolloutRow), core: median(times.core), forward: median(times.forward), ort: withOrt ? median(times.ort) : null, attention_vs_ort: agreement, ...lensMedians });
   }
 
   const profileAt = bench._malloc(8 * 10);
@@ -227,8 +234,9 @@ try {
   await page.goto(`http://127.0.0.1:${port}/web/engine/result.js`);
   const url = (path) => `/${relative(root, path)}`;
   const engineJs = existsSync(join(engineDir, 'engine.js')) ? url(join(engineDir, 'engine.js')) : '/web/engine/engine.js';
+  const resultJs = existsSync(join(engineDir, 'result.js')) ? url(join(engineDir, 'result.js')) : '/web/engine/result.js';
   report = await page.evaluate(pageMain, {
-    engineJs, engineUrl: `${url(engineDir)}/`, modelUrl: url(modelPath), benchUrl: url(benchModule), onnxUrl: onnx && url(onnx),
+    engineJs, resultJs, engineUrl: `${url(engineDir)}/`, modelUrl: url(modelPath), benchUrl: url(benchModule), onnxUrl: onnx && url(onnx),
     lengths: LENGTHS, reps: REPS, denseShapes: DENSE_SHAPES, withOrt, relaxed,
   });
 } finally {
@@ -238,10 +246,12 @@ try {
 
 const fixed = (v, digits = 2) => (v === null || v === undefined ? 'n/a' : v.toFixed(digits));
 console.log(`\n${label}: ${relative(root, modelPath)}, ${report.userAgent.match(/Chrome\/[\d.]+/)?.[0] ?? 'Chromium'}, ONNX Runtime Web ${report.ortVersion ?? 'n/a'}, kernels ${report.hasKernels ? (relaxed ? 'relaxed SIMD' : 'SIMD128') : 'Eigen'}, medians of ${REPS} interleaved repeats (host shared)`);
-console.log('    n | analyze ms | core ms | forward ms |  ORT ms | analyze/ORT | forward/ORT | max |attn - ORT|');
-console.log('------|------------|---------|------------|---------|-------------|-------------|-----------------');
+console.log('analyze: what the page waits for (no rollout matrix; the last layer stops at its attention); rollout row: one row made on a click (web/engine/result.js);');
+console.log('core: AnalyzeText as the page runs it, without the bindings; forward: the whole forward pass, every layer to its output');
+console.log('    n | analyze ms | rollout row ms | core ms | forward ms |  ORT ms | analyze/ORT | forward/ORT | max |attn - ORT|');
+console.log('------|------------|----------------|---------|------------|---------|-------------|-------------|-----------------');
 for (const r of report.rows) {
-  console.log(`${String(r.n).padStart(5)} | ${fixed(r.analyze).padStart(10)} | ${fixed(r.core).padStart(7)} | ${fixed(r.forward).padStart(10)} | ${fixed(r.ort).padStart(7)} | ${(r.ort ? fixed(r.analyze / r.ort) : 'n/a').padStart(11)} | ${(r.ort ? fixed(r.forward / r.ort) : 'n/a').padStart(11)} | ${r.attention_vs_ort === null ? 'n/a' : r.attention_vs_ort.toExponential(2)}`);
+  console.log(`${String(r.n).padStart(5)} | ${fixed(r.analyze).padStart(10)} | ${fixed(r.rollout_row).padStart(14)} | ${fixed(r.core).padStart(7)} | ${fixed(r.forward).padStart(10)} | ${fixed(r.ort).padStart(7)} | ${(r.ort ? fixed(r.analyze / r.ort) : 'n/a').padStart(11)} | ${(r.ort ? fixed(r.forward / r.ort) : 'n/a').padStart(11)} | ${r.attention_vs_ort === null ? 'n/a' : r.attention_vs_ort.toExponential(2)}`);
 }
 console.log(`\nlenses (wasm/core/lenses.h) in the same page, medians of the same repeats; flow: one row (n max-flow problems), zeroing: one row in each of ${report.rows[0]?.layers ?? 'the'} layers, both as the difference to lenses alone:`);
 console.log('    n | analyze ms | lenses ms (one row) | lenses/analyze | all rows ms | all rows/analyze | flow row ms | zeroing ms (all layers) | zeroing ms per layer');

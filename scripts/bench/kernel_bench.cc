@@ -52,6 +52,14 @@ struct LayerPacks {
 std::unique_ptr<LayerPacks> packs;
 #endif
 
+// The outputs the page's engine asks for (row statistics and head profiles; no rollout matrix,
+// no hidden states, so that the last layer stops at its attention): the core's whole analysis
+// without the JS bindings.
+attn::AnalysisOptions PageOptions() {
+  attn::AnalysisOptions options;
+  options.outputs = attn::kOutputRowStats | attn::kOutputHeadProfiles;
+  return options;
+}
 }  // namespace
 
 extern "C" {
@@ -91,11 +99,10 @@ EMSCRIPTEN_KEEPALIVE double bench_pack_ms() {
 #endif
 }
 
-// AnalyzeText with the engine's default outputs (row statistics, head profiles): the core's
-// whole analysis without the JS bindings. Returns the number of tokens, or -1.
+// AnalyzeText as the page's engine runs it (PageOptions). Returns the number of tokens, or -1.
 EMSCRIPTEN_KEEPALIVE int bench_analyze(const char* text) {
   if (!loaded) return -1;
-  attn::AnalysisOptions options;
+  const attn::AnalysisOptions options = PageOptions();
   last_text = text;
   attn::Status status = attn::AnalyzeText(*loaded, last_text, options, &analysis);
   return status.ok() ? analysis.tokens() : -1;
@@ -259,7 +266,7 @@ EMSCRIPTEN_KEEPALIVE int bench_profile(int reps, double* out) {
   double t0 = Now();
   for (int r = 0; r < reps; ++r) loaded->encoder().Forward(a.ids, &forward_out);
   out[8] = (Now() - t0) / reps;
-  attn::AnalysisOptions options;
+  const attn::AnalysisOptions options = PageOptions();
   t0 = Now();
   for (int r = 0; r < reps; ++r) attn::AnalyzeText(*loaded, last_text, options, &analysis);
   out[9] = (Now() - t0) / reps;

@@ -334,7 +334,14 @@ TEST_F(AnalyzeTextTest, OutputsMaskingAndTruncation) {
   ASSERT_TRUE(AnalyzeText(*model_, "the cat sat", options, &analysis).ok());
   EXPECT_TRUE(analysis.row_stats.empty());
   EXPECT_TRUE(analysis.head_profiles.empty());
+  EXPECT_EQ(analysis.rollout.size(), 0) << "the rollout matrix only when asked for";
+  EXPECT_FALSE(analysis.activations.final_hidden) << "no hidden states asked for: the last layer stops at its attention";
+  options.outputs = kOutputRollout | kOutputHiddenStates;
+  ASSERT_TRUE(AnalyzeText(*model_, "the cat sat", options, &analysis).ok());
   EXPECT_EQ(analysis.rollout.rows(), analysis.tokens());
+  EXPECT_EQ((analysis.rollout - Rollout(analysis.activations)).cwiseAbs().maxCoeff(), 0.0f);
+  EXPECT_TRUE(analysis.activations.final_hidden);
+  options.outputs = 0;
 
   options.masked_positions = {2};
   ASSERT_TRUE(AnalyzeText(*model_, "the cat sat", options, &analysis).ok());

@@ -459,6 +459,79 @@ TEST_F(EncoderTest, MaskedLmLogitsMatchScalarHead) {
   EXPECT_HAS(absent.message(), "no masked-LM head");
 }
 
+// A pass that stops at the last layer's attention keeps every number an analysis hands on, and
+// the masked-LM head gets the same final rows from it as from a full pass.
+TEST_F(EncoderTest, LastLayerAttentionOnlyKeepsTheAttentionAndMakesFinalRowsOnDemand) {
+  Load(testing::RandomModel(testing::TinyConfig(), 31, true, true));
+  Encoder encoder(*model_);
+  const std::vector<int32_t> ids = {2, 5, 4, 7, 9, 6, 3};
+  Activations full, early;
+  ASSERT_TRUE(encoder.Forward(ids, &full).ok());
+  ForwardOptions options;
+  options.last_layer_attention_only = true;
+  ASSERT_TRUE(encoder.Forward(ids, &early, options).ok());
+  EXPECT_TRUE(full.final_hidden);
+  EXPECT_FALSE(early.final_hidden);
+  EXPECT_EQ(early.attention_probs, full.attention_probs);
+  EXPECT_EQ(early.queries, full.queries);
+  EXPECT_EQ(early.keys, full.keys);
+  const size_t inputs = static_cast<size_t>(full.layers) * full.tokens * full.hidden;  // [0, L)
+  EXPECT_TRUE(std::equal(full.hidden_states.begin(), full.hidden_states.begin() + static_cast<std::ptrdiff_t>(inputs),
+                         early.hidden_states.begin()));
+  for (int32_t l = 0; l < full.layers; ++l) {
+    for (int32_t h = 0; h < full.heads; ++h) {
+      for (int32_t i = 0; i < full.tokens; ++i) {
+        EXPECT_EQ(early.RowSummaries(l, h)[i].entropy, full.RowSummaries(l, h)[i].entropy);
+      }
+    }
+  }
+  // Natively one row's products sum in another order than n rows' (Eigen): within rounding.
+  constexpr double kRowTolerance = 1e-5;
+  double largest = 0, largest_logit = 0;
+  std::vector<float> want, got;
+  for (int32_t i = 0; i < full.tokens; ++i) {
+    const RowMajorMatrix row = encoder.FinalHiddenRow(early, i);
+    ASSERT_EQ(row.rows(), 1);
+    ASSERT_EQ(row.cols(), full.hidden);
+    largest = std::max(largest, double{(row - full.HiddenState(full.layers).row(i)).cwiseAbs().maxCoeff()});
+    EXPECT_TRUE(encoder.FinalHiddenRow(full, i) == full.HiddenState(full.layers).row(i));
+    ASSERT_TRUE(encoder.MaskedLmLogits(full, i, &want).ok());
+    ASSERT_TRUE(encoder.MaskedLmLogits(early, i, &got).ok());
+    for (size_t v = 0; v < want.size(); ++v) largest_logit = std::max(largest_logit, double{std::abs(want[v] - got[v])});
+  }
+  std::printf("final rows made on demand vs the full pass: largest difference %.3g, logits %.3g (tol %.3g)\n",
+              largest, largest_logit, kRowTolerance);
+  EXPECT_LE(largest, kRowTolerance);
+  EXPECT_LE(largest_logit, kRowTolerance);
+
+  // A pass resumed at the last layer with nothing to run keeps what it resumed; one that runs
+  // the last layer again does what its own options say.
+  ForwardOptions resume;
+  resume.first_layer = full.layers;
+  Activations resumed = early;
+  ASSERT_TRUE(encoder.Forward(ids, &resumed, resume).ok());
+  EXPECT_FALSE(resumed.final_hidden);
+  resume.first_layer = full.layers - 1;
+  ASSERT_TRUE(encoder.Forward(ids, &resumed, resume).ok());
+  EXPECT_TRUE(resumed.final_hidden);
+  EXPECT_EQ(resumed.hidden_states, full.hidden_states);
+
+  // What reads the last layer's context runs the whole pass: removed heads, values, value norms.
+  ForwardOptions removed = options;
+  removed.removed_heads.assign(static_cast<size_t>(full.layers) * full.heads, 0);
+  ASSERT_TRUE(encoder.Forward(ids, &early, removed).ok());
+  EXPECT_TRUE(early.final_hidden);
+  EXPECT_EQ(early.hidden_states, full.hidden_states);
+  ForwardOptions values = options;
+  values.values = true;
+  ASSERT_TRUE(encoder.Forward(ids, &early, values).ok());
+  EXPECT_TRUE(early.final_hidden);
+  ForwardOptions norms = options;
+  norms.value_norms = true;
+  ASSERT_TRUE(encoder.Forward(ids, &early, norms).ok());
+  EXPECT_TRUE(early.final_hidden);
+}
+
 TEST(EncoderFlopsTest, CountsDenseAndAttentionProducts) {
   ModelConfig c = testing::TinyConfig();
   // Per layer: 2 n (4 d^2 + 2 d f) + 4 n^2 d with n 10, d 16, f 32: 2*10*(1024+1024) + 6400.

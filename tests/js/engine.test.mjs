@@ -12,7 +12,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 
 import { createEngine, EngineClient, EngineError, getEngine, hasRelaxedSimd, isSuperseded, MAX_TEXT_CHARS, resetSharedEngine, wellFormed } from '../../web/engine/engine.js';
-import { attentionRow, rowStat } from '../../web/engine/result.js';
+import { attentionRow, rolloutRow, rowStat } from '../../web/engine/result.js';
 
 // Node 20 runs relaxed SIMD behind a flag, which V8 takes at run time if no module was compiled
 // before: so the engine's relaxed-SIMD wasm is held to the same bars as the plain one here.
@@ -130,14 +130,38 @@ for (const { name, simd, path: modelPath, tolerance } of models.flatMap((m) => [
             }
           }
         }
+        // The page's engine has no rollout matrix: every row is made by result.js from the
+        // attention (float64 there, float products in the core) and held to the CLI's matrix.
+        assert.equal(result.rollout, undefined, 'the page engine asks for no rollout matrix');
         for (let i = 0; i < result.n; ++i) {
+          const row = rolloutRow(result, i);
+          assert.equal(row.length, result.n);
           for (let j = 0; j < result.n; ++j) {
-            largest = Math.max(largest, Math.abs(result.rollout[i * result.n + j] - native.rollout[i][j]));
+            largest = Math.max(largest, Math.abs(row[j] - native.rollout[i][j]));
           }
         }
       }
-      console.log(`# ${name}: largest |wasm - native| over attention and rollout = ${largest.toExponential(3)} (tolerance ${tolerance})`);
+      console.log(`# ${name}: largest |wasm - native| over attention and rollout rows (result.js) = ${largest.toExponential(3)} (tolerance ${tolerance})`);
       assert.ok(largest <= tolerance, `largest difference ${largest} exceeds ${tolerance}`);
+    });
+
+    // A plain analysis stops the last layer at its attention, and the masked-LM head makes the
+    // one final row it scores (Encoder::FinalHiddenRow); with the vectors asked for, the pass
+    // runs to the end. The kernels sum each output in the same order for one row as for n, so the
+    // two give the same predictions bit for bit.
+    test('predictions after a pass that stopped at the last attention equal a whole pass\u2019s, bit for bit', () => {
+      const text = SENTENCES[0];
+      engine.analyze(text, { vectors: true });
+      if (!engine.info.has_masked_lm_head) {
+        assert.throws(() => engine.predict(text, 2, 5), /masked-LM head/);
+        return;
+      }
+      const positions = [1, 2, 5];
+      const whole = positions.map((p) => engine.predict(text, p, 5));
+      engine.analyze(SENTENCES[1]);
+      const early = positions.map((p) => engine.predict(text, p, 5));
+      assert.deepEqual(early, whole);
+      console.log(`# ${name}: top-5 predictions at ${positions.length} positions identical (first: ${whole[0][0].text} ${whole[0][0].probability})`);
     });
 
     test('info describes the loaded model', () => {

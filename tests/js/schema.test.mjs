@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import { HEAD_LABELS, ROLE, ROW_STAT, ROW_STAT_FIELDS } from '../../web/engine/result.js';
+import { HEAD_LABELS, ROLE, ROLLOUT_RESIDUAL_WEIGHT, ROW_STAT, ROW_STAT_FIELDS } from '../../web/engine/result.js';
 import { requireInputs } from './inputs.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -25,4 +25,5 @@ test('web/engine/result.js names the row statistics, roles and head labels as th
   assert.deepEqual(Array.from(schema.roles), Object.keys(ROLE));
   assert.deepEqual(Object.values(ROLE), Object.keys(ROLE).map((_, k) => k), 'ROLE holds the enum values in order');
   assert.deepEqual(Array.from(schema.head_labels), HEAD_LABELS);
+  assert.equal(schema.rollout_residual_weight, ROLLOUT_RESIDUAL_WEIGHT);
 });

@@ -50,6 +50,7 @@ val Schema() {
   schema.set("row_stats", row_stats);
   schema.set("roles", roles);
   schema.set("head_labels", labels);
+  schema.set("rollout_residual_weight", attn::kDefaultResidualWeight);
   return schema;
 }
 
@@ -146,7 +147,9 @@ class Engine {
   }
 
   // outputs: the OUTPUT_* bits of the large arrays wanted (hidden states, queries, keys, value
-  // norms, values with the heads' contexts); row statistics and head profiles always come.
+  // norms, values with the heads' contexts, the whole rollout matrix); row statistics and head
+  // profiles always come. Without OUTPUT_ROLLOUT the result has no rollout: the page computes
+  // the row a reader asks for from the attention (web/engine/result.js, rolloutRow).
   // max_length <= 0 means the model's maximum.
   val Analyze(const std::string& text, int max_length, int outputs) {
     return AnalyzeAblated(text, max_length, outputs, "");
@@ -158,9 +161,9 @@ class Engine {
     if (!loaded_) return ErrorObject("No model is loaded.");
     attn::AnalysisOptions options;
     options.max_length = max_length;
-    options.outputs = attn::kDefaultOutputs | (static_cast<uint32_t>(outputs) &
+    options.outputs = attn::kOutputRowStats | attn::kOutputHeadProfiles | (static_cast<uint32_t>(outputs) &
         (attn::kOutputHiddenStates | attn::kOutputQueries | attn::kOutputKeys | attn::kOutputValueNorms |
-         attn::kOutputValues));
+         attn::kOutputValues | attn::kOutputRollout));
     attn::Status status = attn::ParseHeadList(removed, loaded_->model().config(), &options.removed_heads);
     if (status.ok()) status = AnalyzeInto(text, options);
     if (!status.ok()) return ErrorObject(status.message());
@@ -177,8 +180,10 @@ class Engine {
     result.set("heads", a.heads);
     result.set("hidden", a.hidden);
     result.set("attention", View(a.attention_probs));
-    result.set("rollout", val(typed_memory_view(static_cast<size_t>(analysis_.rollout.size()),
-                                                analysis_.rollout.data())));
+    if (options.outputs & attn::kOutputRollout) {
+      result.set("rollout", val(typed_memory_view(static_cast<size_t>(analysis_.rollout.size()),
+                                                  analysis_.rollout.data())));
+    }
     result.set("row_stats", View(analysis_.row_stats));
     result.set("roles", View(roles_));
     result.set("head_profiles", ProfilesToJs());
@@ -479,6 +484,7 @@ EMSCRIPTEN_BINDINGS(attention_engine) {
   emscripten::constant("OUTPUT_KEYS", static_cast<int>(attn::kOutputKeys));
   emscripten::constant("OUTPUT_VALUE_NORMS", static_cast<int>(attn::kOutputValueNorms));
   emscripten::constant("OUTPUT_VALUES", static_cast<int>(attn::kOutputValues));
+  emscripten::constant("OUTPUT_ROLLOUT", static_cast<int>(attn::kOutputRollout));
   emscripten::function("schema", &Schema);
   emscripten::function("expectedTensors", &ExpectedTensorList);
   emscripten::class_<Engine>("Engine")

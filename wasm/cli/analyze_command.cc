@@ -215,6 +215,7 @@ int RunAnalyze(int argc, char** argv) {
   if (status.ok() && !options.shards.empty()) status = LoadShardFolder(options.shards, loaded.get());
   AnalysisOptions analysis_options;
   analysis_options.residual_weight = options.residual;
+  if (options.hidden) analysis_options.outputs |= kOutputHiddenStates;
   if (status.ok()) {
     status = ParseHeadList(options.ablate, loaded->model().config(), &analysis_options.removed_heads);
     if (!status.ok()) {

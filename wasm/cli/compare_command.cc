@@ -212,7 +212,7 @@ int RunCompare(int argc, char** argv) {
   std::vector<Comparison> results(models.size());
   // Attention and rollout only: the statistics and profiles are not compared.
   AnalysisOptions plain;
-  plain.outputs = 0;
+  plain.outputs = kOutputRollout;
   SentenceAnalysis want, got;
   std::vector<int32_t> want_top1, got_top1;
   auto on_sentence = [](size_t s, const Status& status) {
@@ -229,6 +229,8 @@ int RunCompare(int argc, char** argv) {
     if (!masked_lm) continue;
 
     AnalysisOptions masked = plain;
+    // Every masked position is scored: the pass keeps its final hidden states for all of them.
+    masked.outputs = kOutputHiddenStates;
     for (int32_t p = 1; p + 1 < want.tokens(); ++p) {
       if (p % options.mask_every == options.mask_every / 2) masked.masked_positions.push_back(p);
     }

@@ -531,12 +531,17 @@ Status AnalyzeEncoding(LoadedModel& model, Encoding encoding, const AnalysisOpti
   forward.removed_heads = options.removed_heads;
   forward.value_norms = (options.outputs & kOutputValueNorms) != 0;
   forward.values = (options.outputs & kOutputValues) != 0;
+  forward.last_layer_attention_only = (options.outputs & kOutputHiddenStates) == 0;
   Status status = model.encoder().Forward(ids, &out->activations, forward);
   if (!status.ok()) return status;
   const Activations& a = out->activations;
 
   out->roles = TokenRoles(tokens, tokenizer);
-  out->rollout = Rollout(a, options.residual_weight);
+  if (options.outputs & kOutputRollout) {
+    out->rollout = Rollout(a, options.residual_weight);
+  } else {
+    out->rollout.resize(0, 0);
+  }
 
   // Each row's statistics are computed once, for the packed array and the head profiles.
   const bool want_stats = (options.outputs & kOutputRowStats) != 0;

@@ -134,9 +134,12 @@ std::vector<std::pair<const char*, double>> HeadProfileFractions(const HeadProfi
 Status AccumulateHeadProfiles(const Activations& activations, const std::vector<TokenRole>& roles,
                               std::vector<HeadProfile>* profiles);
 
-// What AnalyzeText fills in beyond the tokens, attention and rollout, which it always does.
-// The forward pass computes hidden states, queries and keys in any case; the bits say which
-// of them a front end wants to hand on (they are the large per-token arrays).
+// What AnalyzeText fills in beyond the tokens and attention, which it always does. The
+// forward pass computes queries, keys and the hidden states into every layer in any case; the
+// bits say which of them a front end wants to hand on (they are the large per-token arrays).
+// Without kOutputHiddenStates (or values, value norms or removed heads) the last layer stops at
+// its attention (ForwardOptions::last_layer_attention_only): the masked-LM head then computes
+// the one final row it scores (Encoder::FinalHiddenRow).
 enum AnalysisOutput : uint32_t {
   kOutputHiddenStates = 1u << 0,  // (L+1, n, d)
   kOutputQueries = 1u << 1,       // (L, n, d)
@@ -145,8 +148,11 @@ enum AnalysisOutput : uint32_t {
   kOutputHeadProfiles = 1u << 4,  // (L * H)
   kOutputValueNorms = 1u << 5,    // (L, H, n): ||W_O^h v_j||, see Activations::value_norms
   kOutputValues = 1u << 6,        // values and contexts (L, n, d) each, see Activations::values
+  // (n, n): the whole rollout matrix, three n x n x n products. The page's engine leaves it
+  // out and computes the one row a reader asks for (web/engine/result.js, rolloutRow).
+  kOutputRollout = 1u << 7,
 };
-constexpr uint32_t kDefaultOutputs = kOutputRowStats | kOutputHeadProfiles;
+constexpr uint32_t kDefaultOutputs = kOutputRowStats | kOutputHeadProfiles | kOutputRollout;
 
 struct AnalysisOptions {
   // Positions the text may use, [CLS] and [SEP] included; <= 0 means the model's maximum
@@ -171,7 +177,7 @@ struct SentenceAnalysis {
   Encoding encoding;             // tokens [CLS] ... [SEP], truncated, full_length
   Activations activations;       // ids, attention (L, H, n, n), hidden states, queries, keys
   std::vector<TokenRole> roles;  // (n)
-  RowMajorMatrix rollout;        // (n, n)
+  RowMajorMatrix rollout;        // (n, n) when asked for (kOutputRollout), else empty
   std::vector<float> row_stats;  // (L, H, n, kRowStatFields) when asked for
   std::vector<HeadProfile> head_profiles;  // (L * H), index l * H + h, when asked for
   uint32_t outputs = 0;          // the options' bits this analysis was made with

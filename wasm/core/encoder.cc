@@ -19,18 +19,21 @@ using Eigen::Index;
 
 // Q, K, V for every head at once, then per head: scores q . k / sqrt(d_head), a row
 // softmax, and the probability-weighted sum of values into the head's slice of context.
+// Without with_context, only the probabilities: no values and no context.
 void SelfAttention(const PackedLayer& w, const ConstMatrixMap& x, int32_t heads,
                    const uint8_t* removed, MatrixMap query, MatrixMap key, RowMajorMatrix& value,
-                   float* attention_probs, RowSummary* summaries, RowMajorMatrix& context) {
+                   float* attention_probs, RowSummary* summaries, RowMajorMatrix& context,
+                   bool with_context = true) {
   const Index n = x.rows(), d = x.cols(), d_head = d / heads;
   Linear(w.query, x, query);
   Linear(w.key, x, key);
-  Linear(w.value, x, value);
+  if (with_context) Linear(w.value, x, value);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_head));
   for (int32_t h = 0; h < heads; ++h) {
     MatrixMap probs(attention_probs + h * n * n, n, n);  // (n, n)
     MatMulTransposed(query.middleCols(h * d_head, d_head), key.middleCols(h * d_head, d_head), probs);
     SoftmaxRows(probs, scale, summaries + h * n);
+    if (!with_context) continue;
     if (removed != nullptr && removed[h]) {
       context.middleCols(h * d_head, d_head).setZero();
     } else {
@@ -218,6 +221,23 @@ void Encoder::ValueNorms(const LayerWeights& w, float* norms) const {
   }
 }
 
+RowMajorMatrix Encoder::FinalHiddenRow(const Activations& a, int32_t position) const {
+  if (a.final_hidden) return a.HiddenState(a.layers).middleRows(position, 1);
+  // The pass stopped at the last layer's attention, which it does only with no head removed:
+  // the row's context is each head's attention row times that head's values.
+  const int32_t l = a.layers - 1;
+  const Index n = a.tokens, d = a.hidden, d_head = a.head_size();
+  const ConstMatrixMap x = a.HiddenState(l);
+  RowMajorMatrix value(n, d), context(1, d), y;
+  Linear(packed_[static_cast<size_t>(l)].value, x, value);
+  for (int32_t h = 0; h < a.heads; ++h) {
+    const ConstMatrixMap row(a.AttentionRow(l, h, position), 1, n);
+    MatMul(row, value.middleCols(h * d_head, d_head), context.middleCols(h * d_head, d_head));
+  }
+  FinishLayer(l, context, x.middleRows(position, 1), &y);
+  return y;
+}
+
 void Encoder::FinishLayer(int32_t layer, const Eigen::Ref<const RowMajorMatrix>& context,
                           const Eigen::Ref<const RowMajorMatrix>& x, RowMajorMatrix* y) const {
   const LayerWeights& w = model_.weights().layers[static_cast<size_t>(layer)];
@@ -306,16 +326,22 @@ Status Encoder::Forward(const std::vector<int32_t>& ids, Activations* out,
   }
   const Index H = a.heads, d = a.hidden;
   const float eps = model_.config().layer_norm_eps;
+  // The last layer stops at its attention only when nothing else reads its context.
+  const bool stop_early = options.last_layer_attention_only && removed == nullptr &&
+                          !options.values && !options.value_norms;
+  if (first < a.layers) a.final_hidden = !stop_early;
   if (first == 0) Embed(ids, MatrixMap(a.hidden_states.data(), n, d));
   for (Index l = first; l < a.layers; ++l) {
     const LayerWeights& w = model_.weights().layers[static_cast<size_t>(l)];
     const PackedLayer& packed = packed_[static_cast<size_t>(l)];
     const ConstMatrixMap x(a.hidden_states.data() + l * n * d, n, d);  // (n, d)
+    const bool last_stops = stop_early && l == a.layers - 1;
     SelfAttention(packed, x, static_cast<int32_t>(H), removed ? removed + l * H : nullptr,
                   MatrixMap(a.queries.data() + l * n * d, n, d),
                   MatrixMap(a.keys.data() + l * n * d, n, d), value_,
                   a.attention_probs.data() + l * H * n * n, a.row_summaries.data() + l * H * n,
-                  context_);
+                  context_, !last_stops);
+    if (last_stops) break;
     if (options.value_norms) ValueNorms(w, a.value_norms.data() + l * H * n);
     if (removed && a.replaced) {
       const Index d_head = d / H;
@@ -361,7 +387,7 @@ Status Encoder::CheckMaskedLm(const Activations& activations, int32_t position) 
 
 RowMajorMatrix Encoder::MaskedLmTransform(const Activations& activations, int32_t position) const {
   const Weights& w = model_.weights();
-  RowMajorMatrix transformed = activations.HiddenState(activations.layers).row(position) *
+  RowMajorMatrix transformed = FinalHiddenRow(activations, position) *
                                w.mlm_transform_weight.transpose();  // (1, d)
   transformed += w.mlm_transform_bias.transpose();
   Gelu(transformed.data(), static_cast<size_t>(transformed.size()));

@@ -62,6 +62,11 @@ struct Activations {
   FloatBuffer contexts;
   std::vector<uint8_t> removed_heads;  // (L * H), 1 where the head's output was removed
   bool replaced = false;  // removed heads took ForwardOptions::replacements, not zero
+  // Whether hidden_states[L], the last layer's output, is filled. False after a pass that
+  // stopped at the last layer's attention (ForwardOptions::last_layer_attention_only): then
+  // nothing in the arrays above depends on it, and Encoder::FinalHiddenRow computes a row of
+  // it when one is needed (the masked-LM head), the same numbers a full pass gives.
+  bool final_hidden = true;
 
   int32_t head_size() const { return heads ? hidden / heads : 0; }
   ConstMatrixMap HiddenState(int32_t index) const;  // (n, d), index in [0, L]
@@ -95,6 +100,12 @@ struct ForwardOptions {
   // the one a full pass gives, bit for bit: a caller that removes one head after another (the
   // contribution study) saves the layers in front of it. 0: the whole pass.
   int32_t first_layer = 0;
+  // Stop the last layer after its attention probabilities: its values, context, output
+  // projection and feed-forward block, about a fifth of the pass, feed only hidden_states[L],
+  // which an analysis that hands on attention, its statistics and rollout never reads.
+  // Activations::final_hidden is then false. Ignored (the whole pass runs) when heads are
+  // removed or values or value norms are asked for, which the last layer's context feeds.
+  bool last_layer_attention_only = false;
 
   // Whether these options can run over `ids` with a model of config `c`: a head mask of L * H
   // entries or none, replacements of L * H * d_head floats or none, first_layer in [0, L], and
@@ -127,6 +138,13 @@ class Encoder {
   // in another order than a matrix-vector one).
   Status MaskedLmLogitsBatch(const std::vector<const Activations*>& passes,
                              const std::vector<int32_t>& positions, RowMajorMatrix* logits) const;
+
+  // Row `position` of the pass's final hidden state (1, d): hidden_states[L] when the pass
+  // filled it, else computed from the last layer's input and attention (its values for every
+  // token, the row's context, then FinishLayer): in the wasm build bit for bit what the full
+  // pass gives (each output of the kernels is summed in the same order for one row as for n);
+  // natively within float rounding (Eigen's product for one row sums in another order).
+  RowMajorMatrix FinalHiddenRow(const Activations& activations, int32_t position) const;
 
   // Layer `layer` after its attention, for k rows on their own: LayerNorm(context W_O^T + b_O +
   // x), then the feed-forward block and its LayerNorm, into *y (k, d). context and x are (k, d):

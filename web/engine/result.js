@@ -3,7 +3,8 @@
 // a token's role or a head's label through these functions, never by index arithmetic of its own.
 // The schema (docs/ARCHITECTURE.md, "the result schema") is snake_case everywhere:
 //   tokens [{id, text, start, end, word}], n, layers (L), heads (H), hidden (d), truncated,
-//   full_length, attention (L*H*n*n, [l][h][i][j]), rollout (n*n, [i][j]),
+//   full_length, attention (L*H*n*n, [l][h][i][j]), rollout (n*n, [i][j]; only in results that
+//   asked for it: read a row through rolloutRow, which makes it when it is missing),
 //   row_stats (L*H*n*ROW_STAT_FIELDS, [l][h][i][field]), roles (n),
 //   head_profiles [{layer, head, label, previous_token, ...}] (L*H, layer-major),
 //   and, only when asked for: hidden_states ((L+1)*n*d), queries and keys (L*n*d), values
@@ -56,8 +57,67 @@ export function attentionPosition(result, index) {
   return { column: index % n, row: Math.floor(index / n) % n, head: Math.floor(index / (n * n)) % heads, layer: Math.floor(index / (n * n * heads)) };
 }
 
+// Attention rollout's residual weight r, the core's kDefaultResidualWeight (wasm/core/analysis.h;
+// tests/js/schema.test.mjs holds the two equal).
+export const ROLLOUT_RESIDUAL_WEIGHT = 0.5;
+
+// Row `token` of attention rollout: how much each position flowed into this one at the top, if
+// attention alone mixed the tokens and the residual kept weight r. The core's definition
+// (wasm/core/analysis.h, Rollout): A'_l = r I + (1 - r) A_l, A_l the mean of layer l's heads, each
+// row renormalised to sum to 1, and R = A'_{L-1} ... A'_0. A result that holds the whole matrix
+// (the CLI's, the site's precomputed examples) is read. The page's engine leaves it out (its three
+// n x n x n products were 21 of the 141 ms an analysis of 512 tokens took, scripts/bench/
+// bench_ort.mjs), and the row is e_token A'_{L-1} ... A'_0, made here from the result's attention
+// on the first ask and kept: L - 1 vector-matrix products of H n^2 multiply-adds each (3.5 ms at
+// n = 512 on the build machine).
+const rolloutRows = new WeakMap();  // result -> Map(token -> Float32Array)
+
 export function rolloutRow(result, token) {
-  return result.rollout.subarray(token * result.n, (token + 1) * result.n);
+  if (result.rollout) return result.rollout.subarray(token * result.n, (token + 1) * result.n);
+  let rows = rolloutRows.get(result);
+  if (!rows) rolloutRows.set(result, rows = new Map());
+  let row = rows.get(token);
+  if (!row) rows.set(token, row = rolloutRowOf(result, token));
+  return row;
+}
+
+// The sum of row j of layer l's heads, in double: the core's row statistic `sum` when the
+// result has row statistics, else added up here.
+function headRowsSum(result, l, j) {
+  const { n, heads, attention, row_stats: stats } = result;
+  let sum = 0;
+  for (let h = 0; h < heads; ++h) {
+    if (stats) {
+      sum += stats[((l * heads + h) * n + j) * ROW_STAT_FIELDS + ROW_STAT.sum];
+    } else {
+      const start = ((l * heads + h) * n + j) * n;
+      for (let k = 0; k < n; ++k) sum += attention[start + k];
+    }
+  }
+  return sum;
+}
+
+function rolloutRowOf(result, token) {
+  const { n, layers, heads, attention } = result;
+  const r = ROLLOUT_RESIDUAL_WEIGHT;
+  let v = new Float64Array(n);
+  v[token] = 1;
+  for (let l = layers - 1; l >= 0; --l) {  // v <- v A'_l
+    const next = new Float64Array(n);
+    for (let j = 0; j < n; ++j) {
+      if (v[j] === 0) continue;
+      // Row j of A'_l is ((1 - r) A_l[j] + r e_j) / s, s that row's sum.
+      const scaled = v[j] / ((1 - r) * headRowsSum(result, l, j) / heads + r);
+      const w = scaled * (1 - r) / heads;
+      for (let h = 0; h < heads; ++h) {
+        const start = ((l * heads + h) * n + j) * n;
+        for (let k = 0; k < n; ++k) next[k] += w * attention[start + k];
+      }
+      next[j] += scaled * r;
+    }
+    v = next;
+  }
+  return Float32Array.from(v);
 }
 
 // The core's statistics of one attention row, keyed by ROW_STAT's names.
