@@ -433,7 +433,9 @@ TEST(HeadProfileTest, FractionsByName) {
 TEST_F(AnalyzeTextTest, RemovedHeadsKeepTheirAttentionAndChangeWhatFollows) {
   const std::string text = "the cat sat on the mat.";
   SentenceAnalysis plain, ablated;
-  ASSERT_TRUE(AnalyzeText(*model_, text, AnalysisOptions(), &plain).ok());
+  AnalysisOptions whole;  // the last layer's output too, to compare with the ablated pass's
+  whole.outputs |= kOutputHiddenStates;
+  ASSERT_TRUE(AnalyzeText(*model_, text, whole, &plain).ok());
   AnalysisOptions options;
   // TinyConfig: 2 layers of 4 heads. Remove layer 1's head 2 (counted from 1 as on the page).
   ASSERT_TRUE(ParseHeadList("1.2", model_->model().config(), &options.removed_heads).ok());

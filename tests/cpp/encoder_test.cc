@@ -503,6 +503,8 @@ TEST_F(EncoderTest, LastLayerAttentionOnlyKeepsTheAttentionAndMakesFinalRowsOnDe
               largest, largest_logit, kRowTolerance);
   EXPECT_LE(largest, kRowTolerance);
   EXPECT_LE(largest_logit, kRowTolerance);
+  EXPECT_EQ(encoder.FinalHiddenRow(early, -1).size(), 0) << "a position outside the sentence has no row";
+  EXPECT_EQ(encoder.FinalHiddenRow(early, early.tokens).size(), 0);
 
   // A pass resumed at the last layer with nothing to run keeps what it resumed; one that runs
   // the last layer again does what its own options say.

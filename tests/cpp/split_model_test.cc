@@ -64,8 +64,10 @@ TEST_F(SplitModelTest, ACoreLoadsWithoutRowsAndAnalysesOnceItsShardsAreIn) {
   for (int32_t k : missing) ASSERT_TRUE(LoadShard(split_.shards[static_cast<size_t>(k)]).ok()) << k;
   EXPECT_TRUE(core_->MissingShards(text).empty());
   SentenceAnalysis want;
-  ASSERT_TRUE(AnalyzeText(*core_, text, AnalysisOptions(), &analysis).ok());
-  ASSERT_TRUE(AnalyzeText(*whole_, text, AnalysisOptions(), &want).ok());
+  AnalysisOptions options;  // every layer's output, the last one's too
+  options.outputs |= kOutputHiddenStates;
+  ASSERT_TRUE(AnalyzeText(*core_, text, options, &analysis).ok());
+  ASSERT_TRUE(AnalyzeText(*whole_, text, options, &want).ok());
   EXPECT_EQ(analysis.activations.attention_probs, want.activations.attention_probs);
   EXPECT_EQ(analysis.activations.hidden_states, want.activations.hidden_states);
 
@@ -122,8 +124,10 @@ TEST_F(SplitModelTest, TheAllRowsFileLoadsEveryShardAndNamesWhereItBreaks) {
   EXPECT_EQ(count, 10);
   EXPECT_TRUE(core_->model().AllRowsLoaded());
   SentenceAnalysis analysis, want;
-  ASSERT_TRUE(AnalyzeText(*core_, "the cat sat on the mat.", AnalysisOptions(), &analysis).ok());
-  ASSERT_TRUE(AnalyzeText(*whole_, "the cat sat on the mat.", AnalysisOptions(), &want).ok());
+  AnalysisOptions options;  // every layer's output, the last one's too
+  options.outputs |= kOutputHiddenStates;
+  ASSERT_TRUE(AnalyzeText(*core_, "the cat sat on the mat.", options, &analysis).ok());
+  ASSERT_TRUE(AnalyzeText(*whole_, "the cat sat on the mat.", options, &want).ok());
   EXPECT_EQ(analysis.activations.hidden_states, want.activations.hidden_states);
 
   // A fresh core for each damaged copy: the shards in front of the damage load, the rest not.

@@ -222,6 +222,7 @@ void Encoder::ValueNorms(const LayerWeights& w, float* norms) const {
 }
 
 RowMajorMatrix Encoder::FinalHiddenRow(const Activations& a, int32_t position) const {
+  if (position < 0 || position >= a.tokens || a.layers <= 0) return RowMajorMatrix();
   if (a.final_hidden) return a.HiddenState(a.layers).middleRows(position, 1);
   // The pass stopped at the last layer's attention, which it does only with no head removed:
   // the row's context is each head's attention row times that head's values.

@@ -42,6 +42,7 @@ struct Activations {
   int32_t layers = 0, heads = 0, tokens = 0, hidden = 0;  // L, H, n, d
   std::vector<int32_t> ids;            // (n)
   FloatBuffer hidden_states;           // (L+1, n, d): [0] the embeddings' output, [l+1] layer l's
+                                       // ([L] only when final_hidden)
   FloatBuffer attention_probs;  // (L, H, n, n): [l][h][i][j], row i sums to 1
   // (L, H, n): each attention row's max, first argmax, sum and entropy, taken by the softmax
   // that made it (SoftmaxRowSummary), so that no later pass reads the rows again for them.
@@ -139,11 +140,12 @@ class Encoder {
   Status MaskedLmLogitsBatch(const std::vector<const Activations*>& passes,
                              const std::vector<int32_t>& positions, RowMajorMatrix* logits) const;
 
-  // Row `position` of the pass's final hidden state (1, d): hidden_states[L] when the pass
-  // filled it, else computed from the last layer's input and attention (its values for every
-  // token, the row's context, then FinishLayer): in the wasm build bit for bit what the full
-  // pass gives (each output of the kernels is summed in the same order for one row as for n);
-  // natively within float rounding (Eigen's product for one row sums in another order).
+  // Row `position` (in [0, n); else an empty matrix) of the pass's final hidden state (1, d):
+  // hidden_states[L] when the pass filled it, else computed from the last layer's input and
+  // attention (its values for every token, the row's context, then FinishLayer): in the wasm
+  // build bit for bit what the full pass gives (each output of the kernels is summed in the
+  // same order for one row as for n); natively within float rounding (Eigen's product for one
+  // row sums in another order).
   RowMajorMatrix FinalHiddenRow(const Activations& activations, int32_t position) const;
 
   // Layer `layer` after its attention, for k rows on their own: LayerNorm(context W_O^T + b_O +

@@ -1,7 +1,7 @@
 // The lenses a row figure can show, in one place: their keys (the URL's `lens`), names, plain
 // definitions, what they depend on, and the row each gives. The numbers come from the engine's
 // `lenses` operation (wasm/core/lenses.h computes them; docs/ARCHITECTURE.md, "Lenses", gives
-// the formulas and the papers); attention weights and rollout are in every analysis.
+// the formulas and the papers); attention weights are in every analysis, and rollout rows are made from them (result.js, rolloutRow).
 import { attentionRow, rolloutRow } from './result.js';
 
 // scope: what picks the row besides the token: one head ('head'), a layer with all its heads
