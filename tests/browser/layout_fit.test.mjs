@@ -136,6 +136,44 @@ describe('nothing cut', { timeout: 900000 }, () => {
     }
   }
 
+  // A word longer than the label column's least width ("grandmother", 11 letters) once widened its
+  // own row's label, so that its bar started right of every other and of the uniform line's track.
+  test('every bar of a chart starts at the same x as the uniform line\u2019s track, with a long word in the sentence', async () => {
+    const sentence = 'The keys to the cabinet that my grandmother left us are on the kitchen table.';
+    for (const screen of SCREENS) {
+      const { context, page, errors } = await open(screen, `#${new URLSearchParams({ s: sentence })}`);
+      try {
+        await openInstrument(page, LOAD_TIMEOUT_MS);
+        await figuresDrawn(page);
+        await showEverything(page);
+        const charts = await page.evaluate(() => {
+          const deep = (root) => [...root.querySelectorAll('*')].flatMap((e) => (e.shadowRoot ? [e, ...deep(e.shadowRoot)] : [e]));
+          return deep(document).filter((e) => e.matches('.rows-frame') && e.getClientRects().length).map((frame) => {
+            const rows = [...frame.querySelectorAll('table.bars > tbody > tr:not([hidden])')];
+            const lefts = rows.map((tr) => tr.querySelector('td.track').getBoundingClientRect().left);
+            const line = frame.querySelector('.uniform-line');
+            return {
+              where: frame.getRootNode().host?.localName ?? 'page',
+              words: rows.map((tr) => tr.querySelector('th').textContent),
+              spread: Math.max(...lefts) - Math.min(...lefts),
+              track: lefts[0],
+              line: line && !line.hidden ? line.getBoundingClientRect().left : null,
+            };
+          });
+        });
+        assert.ok(charts.some((c) => c.words.includes('grandmother')), `${screen.name}: a chart shows the long word`);
+        for (const c of charts) {
+          assert.ok(c.spread <= 0.5, `${screen.name}, ${c.where}: the rows' tracks start ${c.spread.toFixed(1)} px apart`);
+          if (c.line !== null) assert.ok(c.line >= c.track - 1, `${screen.name}, ${c.where}: the uniform line (${c.line}) lies left of the track (${c.track})`);
+        }
+        console.log(`# ${screen.name}: ${charts.length} charts, every track aligned`);
+        assert.deepEqual(errors, []);
+      } finally {
+        await context.close();
+      }
+    }
+  });
+
   test('Figure 2: the last token\u2019s row is in view above the sum, at 1280 x 800 and on a phone', async () => {
     for (const screen of SCREENS) {
       const { context, page } = await open(screen, '');

@@ -59,7 +59,8 @@ export class RowChart {
       this.body);
     // The uniform share 1/n is one dashed line over every row, placed on the bars' track.
     this.uniform = h('div.uniform-line', { 'aria-hidden': 'true', hidden: signed });
-    this.scroller = scrollBox('div.rows-scroll', 'The row\u2019s weights, one bar per token', h('div.rows-frame', {}, this.table, this.uniform));
+    this.frame = h('div.rows-frame', {}, this.table, this.uniform);
+    this.scroller = scrollBox('div.rows-scroll', 'The row\u2019s weights, one bar per token', this.frame);
     this.el = h('div.chart', {}, this.label, this.scroller);
     this.rows = [];
     this.tokens = null;
@@ -105,6 +106,9 @@ export class RowChart {
       }
       r.weight = NaN;
     });
+    // The label column's width follows the longest label shown (style.js, .rows-frame).
+    const longest = String(tokens.reduce((m, t, j) => (this.rows[j].tr.hidden ? m : Math.max(m, t.text.length)), 0));
+    if (this.frame.style.getPropertyValue('--label-ch') !== longest) this.frame.style.setProperty('--label-ch', longest);
     this.body.append(fragment);
     this.selected = -1;
     this.top = -1;

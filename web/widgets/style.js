@@ -176,7 +176,10 @@ table.bars caption, .chart-caption { text-align: left; font-size: 0.86em; color:
    given while skipped, so that nothing moves when it is drawn. */
 table.bars > tbody > tr { display: flex; align-items: center; content-visibility: auto; contain-intrinsic-size: auto calc(1.5em + 2px); }
 table.bars > tbody > tr[hidden] { display: none; }
-table.bars th { flex: 0 0 7.5em; box-sizing: border-box; text-align: right; font-weight: 400; padding: 0 0.5em 0 0; }
+/* Every row's label column is --label wide (.rows-frame below), so that every bar starts where
+   the uniform line's track does (min-width 0: a flex item would otherwise grow to a long word
+   and move its row's bar). */
+table.bars th { flex: 0 0 var(--label); min-width: 0; box-sizing: border-box; text-align: right; font-weight: 400; padding: 0 0.5em 0 0; }
 table.bars td.track { flex: 1 1 0; min-width: 0; position: relative; padding: 0; height: 1.5em; }
 table.bars td.value { flex: 0 0 var(--value); box-sizing: border-box; text-align: right; padding: 1px 0 1px 0.4em; }
 /* A value sits in a box of fixed size (size and layout containment, no clip: a clip would be
@@ -201,9 +204,15 @@ table.bars.tracked td.track::before {
   background: var(--attn-track); border-radius: 3px;
 }
 /* The value column holds the longest value its digits give, bold ("<0.0001", ">0.9999" for a
-   row of four decimals; a compact chart prints three), cut by nothing. */
-.rows-frame { position: relative; max-width: 40em; --label: 7.5em; --value: 5.4em; }
-.rows-frame:has(> table.compact) { --label: 5.5em; --value: 4.8em; }
+   row of four decimals; a compact chart prints three), cut by nothing. The label column is as
+   wide as the chart's longest label (--label-ch, its length in characters, which RowChart sets;
+   about 0.7em a character), at least 7.5em (5.5em compact), at most 12em or 40% of the chart; a
+   longer word is cut with an ellipsis, and its row header's title holds it whole. */
+.rows-frame {
+  position: relative; max-width: 40em; --label-min: 7.5em; --value: 5.4em;
+  --label: min(max(var(--label-min), calc(var(--label-ch, 0) * 0.7em + 0.5em)), 12em, 40%);
+}
+.rows-frame:has(> table.compact) { --label-min: 5.5em; --value: 4.8em; }
 .uniform-line {
   position: absolute; top: 0; bottom: 0; width: 0; pointer-events: none;
   left: calc(var(--label) + (100% - var(--label) - var(--value)) * var(--u, 0));
@@ -211,7 +220,6 @@ table.bars.tracked td.track::before {
 }
 table.bars tr.selected th { font-weight: 700; }
 table.bars tr.top td.value { font-weight: 700; }
-table.bars.compact th { flex-basis: 5.5em; }
 table.bars.compact > tbody > tr { contain-intrinsic-size: auto calc(1.25em + 2px); }
 table.bars.compact td.track { height: 1.25em; }
 table.bars.compact td.value > span { height: 1.25em; line-height: 1.25em; }
