@@ -174,6 +174,39 @@ describe('nothing cut', { timeout: 900000 }, () => {
     }
   });
 
+  // A sentence of 20 tokens scrolls in Figure 2's bounded tables: the rows' sticky names once
+  // painted over the sticky sum row's label.
+  test('Figure 2: with a sentence that scrolls in its tables, the sum row is on top of the rows under it', async () => {
+    const sentence = 'Internationalization of the unbelievably complicated grandmother\u2019s questionnaire was postponed.';
+    for (const screen of SCREENS) {
+      const { context, page, errors } = await open(screen, `#${new URLSearchParams({ s: sentence })}`);
+      try {
+        await openInstrument(page, LOAD_TIMEOUT_MS);
+        await figuresDrawn(page);
+        const mechanism = page.locator('attention-mechanism');
+        await mechanism.scrollIntoViewIfNeeded();
+        await page.waitForTimeout(300);
+        const footers = await mechanism.evaluate(async (el) => {
+          const out = [];
+          for (const box of el.shadowRoot.querySelectorAll('.table-scroll.bounded')) {
+            box.scrollIntoView({ block: 'center' });
+            await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+            const cell = box.querySelector('tfoot th');
+            const r = cell.getBoundingClientRect();
+            const top = el.shadowRoot.elementFromPoint(r.left + Math.min(12, r.width / 2), r.top + r.height / 2);
+            out.push({ scrolls: box.scrollHeight > box.clientHeight + 1, label: cell.textContent.trim(), onTop: Boolean(top && cell.closest('tfoot').contains(top)), found: top ? `${top.localName} "${top.textContent.trim().slice(0, 20)}"` : 'nothing' });
+          }
+          return out;
+        });
+        assert.ok(footers.some((f) => f.scrolls), `${screen.name}: a table of Figure 2 scrolls with this sentence`);
+        for (const f of footers) assert.ok(f.onTop, `${screen.name}: the sum row's label "${f.label}" is under ${f.found}`);
+        assert.deepEqual(errors, []);
+      } finally {
+        await context.close();
+      }
+    }
+  });
+
   test('Figure 2: the last token\u2019s row is in view above the sum, at 1280 x 800 and on a phone', async () => {
     for (const screen of SCREENS) {
       const { context, page } = await open(screen, '');

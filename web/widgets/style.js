@@ -156,7 +156,8 @@ table.values th:first-child, table.values td:first-child { text-align: left; }
 /* A table wider than its box keeps its row names in view while it scrolls sideways. */
 .table-scroll tbody th[scope="row"], .table-scroll thead tr:first-child th:first-child { position: sticky; left: 0; background: var(--attn-bg); z-index: 1; }
 .table-scroll.bounded thead tr:first-child th:first-child { z-index: 2; }
-.table-scroll.bounded tfoot th, .table-scroll.bounded tfoot td { position: sticky; bottom: 0; background: var(--attn-bg); }
+/* Above the rows' sticky names (z-index 1), which would otherwise paint over the sum's label. */
+.table-scroll.bounded tfoot th, .table-scroll.bounded tfoot td { position: sticky; bottom: 0; background: var(--attn-bg); z-index: 2; }
 /* The sticky header and footer cover the box's own edge shadows: where rows go on past them,
    they cast the shadow themselves (data-more, dom.js watchOverflow). */
 .table-scroll.bounded[data-more~="down"] tfoot > tr > * { box-shadow: 0 -0.5em 0.5em -0.3em var(--attn-scroll-shadow); }
