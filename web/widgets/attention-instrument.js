@@ -562,7 +562,7 @@ class AttentionInstrument extends AttentionFigure {
     setText(this.inputError, view.inputError ?? '');
     this.sentenceControls.disabled = this.isExample(view);
     setText(this.exampleNote, !this.isExample(view)
-      ? 'Type any sentence and press Analyse, or pick a preset below; the figures follow what you type.'
+      ? 'Type any sentence and press Analyse, or pick one of the presets above; the figures follow what you type.'
       : view.ready
         ? 'This is an example computed ahead of time. The sentence box works once you open the instrument (the button above).'
         : 'This is an example computed ahead of time. The sentence box works once the model is here and the instrument open.');
