@@ -488,7 +488,12 @@ describe('article permalinks and embed controls', { timeout: 180000 }, () => {
     assert.deepEqual(opened.values, (await engineRowArticle(page, opened)).values);
     assert.equal(await page.locator('#instrument button.chip.special:visible').count(), 0, '[CLS] and [SEP] shown although special=0');
     assert.equal(await page.locator('attention-heads button.multiple[aria-pressed="true"]').getAttribute('data-layer'), '2');
-    // v=heads: the figure the link names is in view.
+    // v=heads: the figure the link names is in view (scrolled to once the figures have laid out,
+    // which a busy machine showed after the row was drawn: waited for, then asserted).
+    await page.waitForFunction(() => {
+      const top = document.querySelector('attention-heads').getBoundingClientRect().top;
+      return top >= -2 && top < innerHeight;
+    }, null, { timeout: 30000 }).catch(() => {});
     const headsTop = await page.locator('attention-heads').evaluate((el) => el.getBoundingClientRect().top);
     assert.ok(headsTop >= -2 && headsTop < 800, `the heads figure is at ${headsTop} px`);
 
