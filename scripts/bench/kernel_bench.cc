@@ -57,7 +57,7 @@ std::unique_ptr<LayerPacks> packs;
 // without the JS bindings.
 attn::AnalysisOptions PageOptions() {
   attn::AnalysisOptions options;
-  options.outputs = attn::kOutputRowStats | attn::kOutputHeadProfiles;
+  options.outputs = attn::kEngineOutputs;
   return options;
 }
 }  // namespace

@@ -50,6 +50,22 @@ async function open(screen, path) {
   return { context, page, errors };
 }
 
+// The article live on `sentence`, its figures drawn, on each screen in turn: body(page, screen),
+// then no page error.
+async function liveOnEachScreen(sentence, body) {
+  for (const screen of SCREENS) {
+    const { context, page, errors } = await open(screen, `#${new URLSearchParams({ s: sentence })}`);
+    try {
+      await openInstrument(page, LOAD_TIMEOUT_MS);
+      await figuresDrawn(page);
+      await body(page, screen);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  }
+}
+
 // Opens every figure's table (their <details>, not the article's rule) and brings every figure
 // and table on screen once, so that what is drawn only near the screen (content-visibility) is
 // laid out when it is measured.
@@ -140,71 +156,55 @@ describe('nothing cut', { timeout: 900000 }, () => {
   // own row's label, so that its bar started right of every other and of the uniform line's track.
   test('every bar of a chart starts at the same x as the uniform line\u2019s track, with a long word in the sentence', async () => {
     const sentence = 'The keys to the cabinet that my grandmother left us are on the kitchen table.';
-    for (const screen of SCREENS) {
-      const { context, page, errors } = await open(screen, `#${new URLSearchParams({ s: sentence })}`);
-      try {
-        await openInstrument(page, LOAD_TIMEOUT_MS);
-        await figuresDrawn(page);
-        await showEverything(page);
-        const charts = await page.evaluate(() => {
-          const deep = (root) => [...root.querySelectorAll('*')].flatMap((e) => (e.shadowRoot ? [e, ...deep(e.shadowRoot)] : [e]));
-          return deep(document).filter((e) => e.matches('.rows-frame') && e.getClientRects().length).map((frame) => {
-            const rows = [...frame.querySelectorAll('table.bars > tbody > tr:not([hidden])')];
-            const lefts = rows.map((tr) => tr.querySelector('td.track').getBoundingClientRect().left);
-            const line = frame.querySelector('.uniform-line');
-            return {
-              where: frame.getRootNode().host?.localName ?? 'page',
-              words: rows.map((tr) => tr.querySelector('th').textContent),
-              spread: Math.max(...lefts) - Math.min(...lefts),
-              track: lefts[0],
-              line: line && !line.hidden ? line.getBoundingClientRect().left : null,
-            };
-          });
+    await liveOnEachScreen(sentence, async (page, screen) => {
+      await showEverything(page);
+      const charts = await page.evaluate(() => {
+        const deep = (root) => [...root.querySelectorAll('*')].flatMap((e) => (e.shadowRoot ? [e, ...deep(e.shadowRoot)] : [e]));
+        return deep(document).filter((e) => e.matches('.rows-frame') && e.getClientRects().length).map((frame) => {
+          const rows = [...frame.querySelectorAll('table.bars > tbody > tr:not([hidden])')];
+          const lefts = rows.map((tr) => tr.querySelector('td.track').getBoundingClientRect().left);
+          const line = frame.querySelector('.uniform-line');
+          return {
+            where: frame.getRootNode().host?.localName ?? 'page',
+            words: rows.map((tr) => tr.querySelector('th').textContent),
+            spread: Math.max(...lefts) - Math.min(...lefts),
+            track: lefts[0],
+            line: line && !line.hidden ? line.getBoundingClientRect().left : null,
+          };
         });
-        assert.ok(charts.some((c) => c.words.includes('grandmother')), `${screen.name}: a chart shows the long word`);
-        for (const c of charts) {
-          assert.ok(c.spread <= 0.5, `${screen.name}, ${c.where}: the rows' tracks start ${c.spread.toFixed(1)} px apart`);
-          if (c.line !== null) assert.ok(c.line >= c.track - 1, `${screen.name}, ${c.where}: the uniform line (${c.line}) lies left of the track (${c.track})`);
-        }
-        console.log(`# ${screen.name}: ${charts.length} charts, every track aligned`);
-        assert.deepEqual(errors, []);
-      } finally {
-        await context.close();
+      });
+      assert.ok(charts.some((c) => c.words.includes('grandmother')), `${screen.name}: a chart shows the long word`);
+      for (const c of charts) {
+        assert.ok(c.spread <= 0.5, `${screen.name}, ${c.where}: the rows' tracks start ${c.spread.toFixed(1)} px apart`);
+        if (c.line !== null) assert.ok(c.line >= c.track - 1, `${screen.name}, ${c.where}: the uniform line (${c.line}) lies left of the track (${c.track})`);
       }
-    }
+      console.log(`# ${screen.name}: ${charts.length} charts, every track aligned`);
+    });
   });
 
   // A sentence of 20 tokens scrolls in Figure 2's bounded tables: the rows' sticky names once
   // painted over the sticky sum row's label.
   test('Figure 2: with a sentence that scrolls in its tables, the sum row is on top of the rows under it', async () => {
     const sentence = 'Internationalization of the unbelievably complicated grandmother\u2019s questionnaire was postponed.';
-    for (const screen of SCREENS) {
-      const { context, page, errors } = await open(screen, `#${new URLSearchParams({ s: sentence })}`);
-      try {
-        await openInstrument(page, LOAD_TIMEOUT_MS);
-        await figuresDrawn(page);
-        const mechanism = page.locator('attention-mechanism');
-        await mechanism.scrollIntoViewIfNeeded();
-        await page.waitForTimeout(300);
-        const footers = await mechanism.evaluate(async (el) => {
-          const out = [];
-          for (const box of el.shadowRoot.querySelectorAll('.table-scroll.bounded')) {
-            box.scrollIntoView({ block: 'center' });
-            await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
-            const cell = box.querySelector('tfoot th');
-            const r = cell.getBoundingClientRect();
-            const top = el.shadowRoot.elementFromPoint(r.left + Math.min(12, r.width / 2), r.top + r.height / 2);
-            out.push({ scrolls: box.scrollHeight > box.clientHeight + 1, label: cell.textContent.trim(), onTop: Boolean(top && cell.closest('tfoot').contains(top)), found: top ? `${top.localName} "${top.textContent.trim().slice(0, 20)}"` : 'nothing' });
-          }
-          return out;
-        });
-        assert.ok(footers.some((f) => f.scrolls), `${screen.name}: a table of Figure 2 scrolls with this sentence`);
-        for (const f of footers) assert.ok(f.onTop, `${screen.name}: the sum row's label "${f.label}" is under ${f.found}`);
-        assert.deepEqual(errors, []);
-      } finally {
-        await context.close();
-      }
-    }
+    await liveOnEachScreen(sentence, async (page, screen) => {
+      const mechanism = page.locator('attention-mechanism');
+      await mechanism.scrollIntoViewIfNeeded();
+      await page.waitForTimeout(300);
+      const footers = await mechanism.evaluate(async (el) => {
+        const out = [];
+        for (const box of el.shadowRoot.querySelectorAll('.table-scroll.bounded')) {
+          box.scrollIntoView({ block: 'center' });
+          await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+          const cell = box.querySelector('tfoot th');
+          const r = cell.getBoundingClientRect();
+          const top = el.shadowRoot.elementFromPoint(r.left + Math.min(12, r.width / 2), r.top + r.height / 2);
+          out.push({ scrolls: box.scrollHeight > box.clientHeight + 1, label: cell.textContent.trim(), onTop: Boolean(top && cell.closest('tfoot').contains(top)), found: top ? `${top.localName} "${top.textContent.trim().slice(0, 20)}"` : 'nothing' });
+        }
+        return out;
+      });
+      assert.ok(footers.some((f) => f.scrolls), `${screen.name}: a table of Figure 2 scrolls with this sentence`);
+      for (const f of footers) assert.ok(f.onTop, `${screen.name}: the sum row's label "${f.label}" is under ${f.found}`);
+    });
   });
 
   test('Figure 2: the last token\u2019s row is in view above the sum, at 1280 x 800 and on a phone', async () => {

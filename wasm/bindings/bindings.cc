@@ -161,7 +161,7 @@ class Engine {
     if (!loaded_) return ErrorObject("No model is loaded.");
     attn::AnalysisOptions options;
     options.max_length = max_length;
-    options.outputs = attn::kOutputRowStats | attn::kOutputHeadProfiles | (static_cast<uint32_t>(outputs) &
+    options.outputs = attn::kEngineOutputs | (static_cast<uint32_t>(outputs) &
         (attn::kOutputHiddenStates | attn::kOutputQueries | attn::kOutputKeys | attn::kOutputValueNorms |
          attn::kOutputValues | attn::kOutputRollout));
     attn::Status status = attn::ParseHeadList(removed, loaded_->model().config(), &options.removed_heads);

@@ -153,6 +153,9 @@ enum AnalysisOutput : uint32_t {
   kOutputRollout = 1u << 7,
 };
 constexpr uint32_t kDefaultOutputs = kOutputRowStats | kOutputHeadProfiles | kOutputRollout;
+// What the page's engine always asks for (wasm/bindings/bindings.cc adds the large arrays a call
+// names): row statistics and head profiles, no rollout matrix, no hidden states.
+constexpr uint32_t kEngineOutputs = kOutputRowStats | kOutputHeadProfiles;
 
 struct AnalysisOptions {
   // Positions the text may use, [CLS] and [SEP] included; <= 0 means the model's maximum
